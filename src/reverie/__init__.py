@@ -1,0 +1,65 @@
+"""Reverie: a memory engine for LLM agents.
+
+import reverie
+with reverie.open("./memory") as rv:
+    rv.memory.save("The user lives in Lisbon", category="user-preferences/location")
+    hits = rv.memory.search("where does the user live?")
+"""
+
+from reverie.clock import Clock, FakeClock, SystemClock
+from reverie.engine import Reverie, open
+from reverie.errors import (
+    ConfigError,
+    Conflict,
+    NotFound,
+    ReverieError,
+    StorageError,
+    StoreBusy,
+    ValidationError,
+)
+from reverie.settings import Settings
+from reverie.types import (
+    Browse,
+    CategoryCount,
+    Change,
+    EntryVersion,
+    HealthReport,
+    MemoryEntry,
+    PurgeReport,
+    SaveResult,
+    Scope,
+    SearchHit,
+    StoreStats,
+    Tier,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Browse",
+    "CategoryCount",
+    "Change",
+    "Clock",
+    "ConfigError",
+    "Conflict",
+    "EntryVersion",
+    "FakeClock",
+    "HealthReport",
+    "MemoryEntry",
+    "NotFound",
+    "PurgeReport",
+    "Reverie",
+    "ReverieError",
+    "SaveResult",
+    "Scope",
+    "SearchHit",
+    "Settings",
+    "StorageError",
+    "StoreBusy",
+    "StoreStats",
+    "SystemClock",
+    "Tier",
+    "ValidationError",
+    "__version__",
+    "open",
+]

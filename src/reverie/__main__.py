@@ -1,0 +1,3 @@
+from reverie.cli import main
+
+main()

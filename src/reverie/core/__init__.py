@@ -1,0 +1,1 @@
+"""Pure rules: no I/O, no clock, no globals. Everything here is deterministic and unit-tested."""

@@ -1,0 +1,64 @@
+"""Text rules for search: query terms, FTS-safe match expressions, LIKE patterns, the BM25 document.
+
+Invariant: ``fts_match`` only ever emits double-quoted alphanumeric terms joined by OR, so no user input
+can reach FTS5's query syntax (quotes, ``*``, ``NEAR(``, ``-``, ``:``, parentheses) and a search never
+raises on what the user typed.
+"""
+
+from __future__ import annotations
+
+import re
+
+# FTS5's unicode61 tokenizer splits on everything that is not a letter or a digit, including "_";
+# matching that here keeps the terms we quote identical to the tokens it indexed.
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+_CATEGORY_SEPARATORS = re.compile(r"[/\-_]+")
+MAX_QUERY_TERMS = 64
+
+# Function words carry no topic; OR-ing them in would match nearly every entry. Dropped only when the
+# query has other words, so "who is it" still searches for something.
+_STOPWORD_TEXT = """a an and are as at be been but by can could did do does for from had has have he her hers him his
+    how i if in into is it its me my of on or our ours she so than that the their them then there these
+    they this those to too us was we were what when where which who whom why will with would you your"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def query_terms(text: str) -> list[str]:
+    """The lower-cased search terms of ``text``: letters and digits only, stopwords dropped when others
+    remain, duplicates removed, order kept, at most ``MAX_QUERY_TERMS``."""
+    seen: dict[str, None] = {}
+    for match in _TERM.finditer(text):
+        seen.setdefault(match.group(0).casefold(), None)
+    terms = list(seen)
+    content = [t for t in terms if t not in STOPWORDS]
+    return (content or terms)[:MAX_QUERY_TERMS]
+
+
+def fts_match(terms: list[str]) -> str | None:
+    """An FTS5 MATCH expression that ORs the quoted terms, or None when there is nothing to match."""
+    if not terms:
+        return None
+    # Terms hold only letters and digits, so quoting cannot be broken out of; the replace is a belt.
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def like_pattern(needle: str) -> str:
+    """A LIKE pattern matching ``needle`` anywhere, with ``\\`` as the escape character."""
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def category_words(category: str) -> str:
+    """The category as BM25 reads it: ``user-preferences/timezone`` -> ``user preferences timezone``."""
+    return _CATEGORY_SEPARATORS.sub(" ", category).strip()
+
+
+def document_text(content: str, tags: tuple[str, ...], category: str) -> str:
+    """The text BM25 ranks an entry by: content, then tags, then the category as words (seed 000)."""
+    return " ".join(part for part in (content, " ".join(tags), category_words(category)) if part)
+
+
+def preview(text: str, limit: int = 120) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis when cut."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

@@ -1,0 +1,158 @@
+"""Input validation shared by every entry point. Each function returns the clean value or raises
+``ValidationError`` naming the field; none of them touches storage, so a rejected call changes nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from reverie.errors import ValidationError
+from reverie.types import Scope, Tier
+
+CATEGORY_PATTERN = re.compile(r"^[a-z0-9_-]+(?:/[a-z0-9_-]+)*$")
+MAX_CATEGORY_CHARS = 200
+MAX_TAGS = 50
+MAX_TAG_CHARS = 100
+MAX_ID_CHARS = 200
+MAX_METADATA_BYTES = 64_000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def content(value: object, *, max_chars: int) -> str:
+    """Non-empty text of at most ``max_chars`` characters, valid UTF-8; kept exactly as given."""
+    if not isinstance(value, str):
+        raise ValidationError("content must be a string", field="content")
+    if not value.strip():
+        raise ValidationError("content is empty", field="content")
+    if len(value) > max_chars:
+        raise ValidationError(f"content is {len(value):,} characters; the maximum is {max_chars:,}", field="content")
+    _utf8(value, "content")
+    return value
+
+
+def category(value: object, *, default: str) -> str:
+    """A relative path of lower-case letters, digits, ``-``, ``_`` and ``/``; ``default`` when None."""
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ValidationError("category must be a string", field="category")
+    if len(value) > MAX_CATEGORY_CHARS:
+        raise ValidationError(f"category is longer than {MAX_CATEGORY_CHARS} characters", field="category")
+    if not CATEGORY_PATTERN.match(value):
+        raise ValidationError(
+            f"category {value!r} must be a relative path of lower-case letters, digits, '-', '_' and '/' "
+            "(no '..', no leading or trailing '/', no empty segment), e.g. 'user-preferences/timezone'",
+            field="category",
+        )
+    return value
+
+
+def category_prefix(value: object) -> str | None:
+    """A category filter: the same shape as a category, a trailing '/' allowed; None means no filter."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.endswith("/"):
+        value = value[:-1]
+    return category(value, default="")
+
+
+def tags(value: object) -> tuple[str, ...]:
+    """Strings, stripped, de-duplicated in order; empty strings dropped."""
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValidationError("tags must be a list of strings", field="tags")
+    out: dict[str, None] = {}
+    for tag in value:
+        if not isinstance(tag, str):
+            raise ValidationError(f"tag {tag!r} is not a string", field="tags")
+        clean = tag.strip()
+        if len(clean) > MAX_TAG_CHARS or _CONTROL.search(clean):
+            raise ValidationError(f"tag {clean[:40]!r} is too long or has control characters", field="tags")
+        _utf8(clean, "tags")
+        if clean:
+            out.setdefault(clean, None)
+    if len(out) > MAX_TAGS:
+        raise ValidationError(f"at most {MAX_TAGS} tags", field="tags")
+    return tuple(out)
+
+
+def unit_interval(value: object, *, name: str) -> float:
+    """A real number in [0, 1] (booleans and NaN refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"{name} must be a number between 0 and 1", field=name)
+    number = float(value)
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise ValidationError(f"{name} must be between 0 and 1, got {value!r}", field=name)
+    return number
+
+
+def tier(value: object, *, default: Tier) -> Tier:
+    if value is None:
+        return default
+    try:
+        return Tier(str(value))
+    except ValueError:
+        names = ", ".join(t.value for t in Tier)
+        raise ValidationError(f"tier must be one of {names}, got {value!r}", field="tier") from None
+
+
+def identifier(value: object, *, name: str) -> str:
+    """A non-empty id of printable characters (agent, user, session and entry ids)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{name} must be a non-empty string", field=name)
+    if len(value) > MAX_ID_CHARS or _CONTROL.search(value) or value != value.strip():
+        raise ValidationError(
+            f"{name} must be at most {MAX_ID_CHARS} printable characters without surrounding spaces",
+            field=name,
+        )
+    _utf8(value, name)
+    return value
+
+
+def scope(value: object) -> Scope:
+    if value is None:
+        return Scope()
+    if not isinstance(value, Scope):
+        raise ValidationError("scope must be a reverie.Scope", field="scope")
+    identifier(value.agent_id, name="agent_id")
+    if value.user_id is not None:
+        identifier(value.user_id, name="user_id")
+    if value.session_id is not None:
+        identifier(value.session_id, name="session_id")
+    return value
+
+
+def metadata(value: object) -> dict[str, Any]:
+    """A JSON object with string keys, at most ``MAX_METADATA_BYTES`` when serialised."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError("metadata must be a mapping of strings to JSON values", field="metadata")
+    if not all(isinstance(k, str) for k in value):
+        raise ValidationError("metadata keys must be strings", field="metadata")
+    try:
+        encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+        encoded.encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise ValidationError(f"metadata is not JSON-serialisable: {exc}", field="metadata") from None
+    if len(encoded) > MAX_METADATA_BYTES:
+        raise ValidationError(f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata")
+    loaded: dict[str, Any] = json.loads(encoded)
+    return loaded
+
+
+def limit(value: object, *, maximum: int = 1000) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise ValidationError(f"limit must be a whole number from 1 to {maximum}", field="limit")
+    return value
+
+
+def _utf8(value: str, name: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{name} is not valid Unicode text (lone surrogate)", field=name) from None

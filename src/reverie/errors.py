@@ -1,0 +1,41 @@
+"""The errors Reverie raises. Every public entry point raises one of these, never a bare driver error.
+
+Invariant: an operation that raises leaves the store exactly as it was.
+"""
+
+from __future__ import annotations
+
+
+class ReverieError(Exception):
+    """Base class of every error Reverie raises on purpose."""
+
+
+class ValidationError(ReverieError, ValueError):
+    """The caller's input was rejected; nothing was written.
+
+    ``field`` names the offending input so an interface can point at it.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFound(ReverieError, LookupError):
+    """No entry (or version) with that id is visible in the caller's scope."""
+
+
+class Conflict(ReverieError):
+    """The write collides with existing state (a duplicate id, a stale version)."""
+
+
+class StorageError(ReverieError):
+    """The backend failed (corruption, a lock held too long, a full disk); nothing was half-written."""
+
+
+class StoreBusy(StorageError):
+    """Another process held the write lock for longer than the configured wait."""
+
+
+class ConfigError(ReverieError):
+    """Settings could not be read or are contradictory."""

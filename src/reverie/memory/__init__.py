@@ -1,0 +1,1 @@
+"""Memory services: long-term facts (working and conversation memory land here too)."""

@@ -1,0 +1,153 @@
+"""The storage contract. Every backend implements these Protocols and passes ``tests/contract/``.
+
+Rules every backend keeps (DESIGN.md, "Storage contract"):
+- Scope is in every query. A read never returns an entry its ``Scope`` cannot see (``Scope.sees``).
+- Every write that changes text records a version row in the same transaction, before it returns.
+- "Delete" is archive. Only ``FactRepository.purge`` hard-deletes, and never above the high-value floor.
+- A write that raises leaves the store as it was.
+- Time is passed in: repositories never read a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from reverie.types import (
+    CategoryCount,
+    Change,
+    EntryVersion,
+    HealthReport,
+    MemoryEntry,
+    Scope,
+    StoreStats,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FactFilter:
+    """What a read may return: the caller's scope plus the usual narrowing.
+
+    ``now`` hides entries whose ``expires_at`` has passed; ``include_archived`` shows archived ones too.
+    """
+
+    scope: Scope
+    now: datetime
+    category_prefix: str | None = None
+    include_archived: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeRule:
+    """Hard-delete entries archived at or before ``archived_before``, except the high-value ones."""
+
+    archived_before: datetime
+    protect_importance: float
+    protect_reinforcement: int
+    agent_id: str | None = None  # None: every agent (the maintenance sweep)
+
+
+class FactRepository(Protocol):
+    """Long-term entries."""
+
+    def add(self, entry: MemoryEntry, *, at: datetime) -> None:
+        """Insert a new entry and its version 1. Raises ``Conflict`` when the id exists."""
+        ...
+
+    def write(self, entry: MemoryEntry, *, change: Change, at: datetime) -> None:
+        """Replace the stored entry with ``entry`` (same id, same scope), recording a version row when
+        ``change.versioned`` or the text (content, category, tags) changed. Raises ``NotFound``."""
+        ...
+
+    def get(self, entry_id: str, scope: Scope) -> MemoryEntry | None:
+        """The entry, archived or not, when ``scope`` can see it."""
+        ...
+
+    def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
+        """BM25 full-text search. ``match`` is an FTS expression built by ``core.text.fts_match``.
+        Scores are positive, larger is better."""
+        ...
+
+    def search_substring(self, needle: str, flt: FactFilter, limit: int, exclude: frozenset[str]) -> list[MemoryEntry]:
+        """Entries whose content, tags or category contain ``needle`` (case-insensitive for ASCII),
+        most recently reinforced first: the fallback that lets the index only ever add matches."""
+        ...
+
+    def recent(self, flt: FactFilter, limit: int) -> list[MemoryEntry]:
+        """Most recently reinforced first (``last_seen_at`` descending)."""
+        ...
+
+    def taxonomy(self, flt: FactFilter) -> list[CategoryCount]:
+        """Every category with live entries visible to the scope (ignores ``category_prefix``)."""
+        ...
+
+    def purge(self, rule: PurgeRule) -> tuple[list[str], list[str]]:
+        """Hard-delete per ``rule`` (with their versions and vectors); returns (purged, protected) ids."""
+        ...
+
+    def iter_all(self, agent_id: str | None = None) -> Iterator[MemoryEntry]:
+        """Every entry, archived included, ordered by id: for copy, reindex and audits."""
+        ...
+
+
+class VersionRepository(Protocol):
+    """The history of every entry. Append-only; purge removes the rows of purged entries only."""
+
+    def history(self, entry_id: str, scope: Scope) -> list[EntryVersion]:
+        """All versions, oldest first; empty when the entry is not visible to ``scope``."""
+        ...
+
+    def get(self, entry_id: str, version: int, scope: Scope) -> EntryVersion | None: ...
+
+
+class Store(Protocol):
+    """One backend: its repositories, transactions and maintenance."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def facts(self) -> FactRepository: ...
+
+    @property
+    def versions(self) -> VersionRepository: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Group writes into one atomic unit (replacement before retirement). Nested calls join the
+        outer transaction; repositories used inside it write through it."""
+        ...
+
+    def migrations(self) -> list[tuple[str, datetime]]:
+        """Applied migrations, in order, with when they were applied."""
+        ...
+
+    def stats(self) -> StoreStats: ...
+
+    def check(self, *, repair: bool = False) -> HealthReport:
+        """Integrity, index consistency; with ``repair``, rebuild what can be rebuilt."""
+        ...
+
+    def backup(self, destination: Path) -> None:
+        """A consistent copy, safe while other processes write."""
+        ...
+
+    def restore_backup(self, source: Path) -> None:
+        """Replace the store's contents with a backup, atomically."""
+        ...
+
+    def vacuum(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoreOptions:
+    """Backend tuning the engine passes down from Settings."""
+
+    busy_timeout_ms: int = 10_000
+    lock_wait_seconds: float = 60.0
+    synchronous: str = "FULL"

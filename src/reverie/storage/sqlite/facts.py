@@ -1,0 +1,289 @@
+"""Long-term entries and their versions on SQLite.
+
+Scope filtering happens in SQL, in ``_visible``: every read goes through it, so no query can forget it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from reverie.errors import NotFound
+from reverie.storage.base import FactFilter, PurgeRule
+from reverie.storage.sqlite.database import Database, parse_ts, parse_ts_or_none, ts, ts_or_none
+from reverie.types import CategoryCount, Change, EntryVersion, MemoryEntry, Scope, Tier
+
+_COLUMNS = (
+    "f.id, f.agent_id, f.user_id, f.session_id, f.content, f.category, f.tags, f.tier, f.created_at, "
+    "f.updated_at, f.last_seen_at, f.reinforcement_count, f.importance, f.retention, f.confidence, "
+    "f.pinned, f.expires_at, f.archived_at, f.superseded_by, f.metadata, v.model"
+)
+_FROM = "facts f LEFT JOIN fact_vectors v ON v.fact_id = f.id"
+# Column weights for bm25(): content counts most, tags next, the category path least.
+_BM25 = "bm25(facts_fts, 1.0, 0.6, 0.4)"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _row_to_entry(row: sqlite3.Row | tuple[Any, ...]) -> MemoryEntry:
+    return MemoryEntry(
+        id=row[0],
+        scope=Scope(agent_id=row[1], user_id=row[2], session_id=row[3]),
+        content=row[4],
+        category=row[5],
+        tags=tuple(json.loads(row[6])),
+        tier=Tier(row[7]),
+        created_at=parse_ts(row[8]),
+        updated_at=parse_ts_or_none(row[9]),
+        last_seen_at=parse_ts(row[10]),
+        reinforcement_count=int(row[11]),
+        importance=float(row[12]),
+        retention=float(row[13]),
+        confidence=float(row[14]),
+        pinned=bool(row[15]),
+        expires_at=parse_ts_or_none(row[16]),
+        archived_at=parse_ts_or_none(row[17]),
+        superseded_by=row[18],
+        metadata=json.loads(row[19]),
+        embedding_model=row[20],
+    )
+
+
+def _scope_sql(scope: Scope) -> tuple[str, list[Any]]:
+    clauses = ["f.agent_id = ?"]
+    params: list[Any] = [scope.agent_id]
+    for column, value in (("user_id", scope.user_id), ("session_id", scope.session_id)):
+        if value is None:
+            clauses.append(f"f.{column} IS NULL")
+        else:
+            clauses.append(f"(f.{column} IS NULL OR f.{column} = ?)")
+            params.append(value)
+    return " AND ".join(clauses), params
+
+
+def _visible(flt: FactFilter, *, with_category: bool = True) -> tuple[str, list[Any]]:
+    sql, params = _scope_sql(flt.scope)
+    clauses = [sql]
+    if not flt.include_archived:
+        clauses.append("f.archived_at IS NULL")
+    clauses.append("(f.expires_at IS NULL OR f.expires_at > ?)")
+    params.append(ts(flt.now))
+    if with_category and flt.category_prefix:
+        prefix = flt.category_prefix
+        clauses.append("(f.category = ? OR substr(f.category, 1, ?) = ?)")
+        params.extend([prefix, len(prefix) + 1, prefix + "/"])
+    return " AND ".join(clauses), params
+
+
+def _entry_params(e: MemoryEntry) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "agent_id": e.scope.agent_id,
+        "user_id": e.scope.user_id,
+        "session_id": e.scope.session_id,
+        "content": e.content,
+        "category": e.category,
+        "tags": _dumps(list(e.tags)),
+        "tier": e.tier.value,
+        "created_at": ts(e.created_at),
+        "updated_at": ts_or_none(e.updated_at),
+        "last_seen_at": ts(e.last_seen_at),
+        "reinforcement_count": e.reinforcement_count,
+        "importance": e.importance,
+        "retention": e.retention,
+        "confidence": e.confidence,
+        "pinned": int(e.pinned),
+        "expires_at": ts_or_none(e.expires_at),
+        "archived_at": ts_or_none(e.archived_at),
+        "superseded_by": e.superseded_by,
+        "metadata": _dumps(e.metadata),
+    }
+
+
+_FIELD_NAMES = [
+    *("id", "agent_id", "user_id", "session_id", "content", "category", "tags", "tier", "created_at"),
+    *("updated_at", "last_seen_at", "reinforcement_count", "importance", "retention", "confidence"),
+    *("pinned", "expires_at", "archived_at", "superseded_by", "metadata"),
+]
+_INSERT = f"INSERT INTO facts ({', '.join(_FIELD_NAMES)}) VALUES ({', '.join(':' + n for n in _FIELD_NAMES)})"
+_UPDATE = (
+    "UPDATE facts SET "
+    + ", ".join(f"{n} = :{n}" for n in _FIELD_NAMES if n not in ("id", "agent_id", "user_id", "session_id"))
+    + " WHERE id = :id"
+)
+
+
+class SqliteFacts:
+    """``FactRepository`` on SQLite."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def add(self, entry: MemoryEntry, *, at: datetime) -> None:
+        def work(c: sqlite3.Connection) -> None:
+            c.execute(_INSERT, _entry_params(entry))
+            _record_version(c, entry, Change.CREATED, at)
+
+        self._db.write(work)
+
+    def write(self, entry: MemoryEntry, *, change: Change, at: datetime) -> None:
+        def work(c: sqlite3.Connection) -> None:
+            row = c.execute(
+                "SELECT agent_id, user_id, session_id, content, category, tags FROM facts WHERE id = ?",
+                (entry.id,),
+            ).fetchone()
+            if row is None or Scope(row[0], row[1], row[2]) != entry.scope:
+                raise NotFound(f"no entry {entry.id!r} in this scope")
+            params = _entry_params(entry)
+            text_changed = (row[3], row[4], row[5]) != (params["content"], params["category"], params["tags"])
+            c.execute(_UPDATE, params)
+            if change.versioned or text_changed:
+                _record_version(c, entry, change, at)
+
+        self._db.write(work)
+
+    def get(self, entry_id: str, scope: Scope) -> MemoryEntry | None:
+        where, params = _scope_sql(scope)
+        row = self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_COLUMNS} FROM {_FROM} WHERE f.id = ? AND {where}", [entry_id, *params]
+            ).fetchone()
+        )
+        return None if row is None else _row_to_entry(row)
+
+    def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
+        where, params = _visible(flt)
+        sql = (
+            f"SELECT {_COLUMNS}, {_BM25} AS rank FROM facts_fts JOIN facts f ON f.seq = facts_fts.rowid "
+            "LEFT JOIN fact_vectors v ON v.fact_id = f.id "
+            f"WHERE facts_fts MATCH ? AND {where} ORDER BY rank, f.last_seen_at DESC LIMIT ?"
+        )
+        rows = self._db.read(lambda c: c.execute(sql, [match, *params, limit]).fetchall())
+        # bm25() is negative, more negative is better; flip it so larger is better.
+        return [(_row_to_entry(r), -float(r[-1])) for r in rows]
+
+    def search_substring(self, needle: str, flt: FactFilter, limit: int, exclude: frozenset[str]) -> list[MemoryEntry]:
+        where, params = _visible(flt)
+        lowered = needle.lower()
+        sql = (
+            f"SELECT {_COLUMNS} FROM {_FROM} WHERE {where} AND "
+            "(instr(lower(f.content), ?) > 0 OR instr(lower(f.tags), ?) > 0 OR instr(f.category, ?) > 0) "
+            "ORDER BY f.last_seen_at DESC LIMIT ?"
+        )
+        rows = self._db.read(
+            lambda c: c.execute(sql, [*params, lowered, lowered, lowered, limit + len(exclude)]).fetchall()
+        )
+        entries = [_row_to_entry(r) for r in rows]
+        return [e for e in entries if e.id not in exclude][:limit]
+
+    def recent(self, flt: FactFilter, limit: int) -> list[MemoryEntry]:
+        where, params = _visible(flt)
+        sql = f"SELECT {_COLUMNS} FROM {_FROM} WHERE {where} ORDER BY f.last_seen_at DESC, f.seq DESC LIMIT ?"
+        return [_row_to_entry(r) for r in self._db.read(lambda c: c.execute(sql, [*params, limit]).fetchall())]
+
+    def taxonomy(self, flt: FactFilter) -> list[CategoryCount]:
+        where, params = _visible(flt, with_category=False)
+        sql = f"SELECT f.category, count(*) FROM facts f WHERE {where} GROUP BY f.category ORDER BY f.category"
+        rows = self._db.read(lambda c: c.execute(sql, params).fetchall())
+        return [CategoryCount(category=r[0], count=int(r[1])) for r in rows]
+
+    def purge(self, rule: PurgeRule) -> tuple[list[str], list[str]]:
+        def work(c: sqlite3.Connection) -> tuple[list[str], list[str]]:
+            sql = "SELECT id, importance, reinforcement_count, pinned FROM facts WHERE archived_at <= ?"
+            params: list[Any] = [ts(rule.archived_before)]
+            if rule.agent_id is not None:
+                sql += " AND agent_id = ?"
+                params.append(rule.agent_id)
+            purged: list[str] = []
+            protected: list[str] = []
+            for fact_id, importance, reinforcement, pinned in c.execute(sql, params).fetchall():
+                high_value = (
+                    importance >= rule.protect_importance or reinforcement >= rule.protect_reinforcement or pinned
+                )
+                (protected if high_value else purged).append(fact_id)
+            for fact_id in purged:
+                c.execute("DELETE FROM fact_versions WHERE fact_id = ?", (fact_id,))
+                c.execute("DELETE FROM fact_vectors WHERE fact_id = ?", (fact_id,))
+                c.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
+            return purged, protected
+
+        return self._db.write(work)
+
+    def iter_all(self, agent_id: str | None = None) -> Iterator[MemoryEntry]:
+        last = ""
+        while True:
+            sql = f"SELECT {_COLUMNS} FROM {_FROM} WHERE f.id > ?"
+            params: list[Any] = [last]
+            if agent_id is not None:
+                sql += " AND f.agent_id = ?"
+                params.append(agent_id)
+            rows = self._db.read(lambda c, q=sql, p=params: c.execute(q + " ORDER BY f.id LIMIT 500", p).fetchall())  # type: ignore[misc]
+            if not rows:
+                return
+            for row in rows:
+                yield _row_to_entry(row)
+            last = rows[-1][0]
+
+
+def _record_version(c: sqlite3.Connection, e: MemoryEntry, change: Change, at: datetime) -> None:
+    (latest,) = c.execute("SELECT coalesce(max(version), 0) FROM fact_versions WHERE fact_id = ?", (e.id,)).fetchone()
+    c.execute(
+        "INSERT INTO fact_versions (fact_id, version, change, recorded_at, content, category, tags, importance,"
+        " metadata, archived) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            e.id,
+            int(latest) + 1,
+            change.value,
+            ts(at),
+            e.content,
+            e.category,
+            _dumps(list(e.tags)),
+            e.importance,
+            _dumps(e.metadata),
+            int(e.archived),
+        ),
+    )
+
+
+def _row_to_version(row: tuple[Any, ...]) -> EntryVersion:
+    return EntryVersion(
+        entry_id=row[0],
+        version=int(row[1]),
+        change=Change(row[2]),
+        recorded_at=parse_ts(row[3]),
+        content=row[4],
+        category=row[5],
+        tags=tuple(json.loads(row[6])),
+        importance=float(row[7]),
+        metadata=json.loads(row[8]),
+        archived=bool(row[9]),
+    )
+
+
+class SqliteVersions:
+    """``VersionRepository`` on SQLite. Scope is checked through the owning fact."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def _query(self, entry_id: str, scope: Scope, extra: str, params: list[Any]) -> list[EntryVersion]:
+        where, scope_params = _scope_sql(scope)
+        sql = (
+            "SELECT x.fact_id, x.version, x.change, x.recorded_at, x.content, x.category, x.tags, x.importance,"
+            f" x.metadata, x.archived FROM fact_versions x JOIN facts f ON f.id = x.fact_id"
+            f" WHERE x.fact_id = ? AND {where} {extra} ORDER BY x.version"
+        )
+        rows = self._db.read(lambda c: c.execute(sql, [entry_id, *scope_params, *params]).fetchall())
+        return [_row_to_version(r) for r in rows]
+
+    def history(self, entry_id: str, scope: Scope) -> list[EntryVersion]:
+        return self._query(entry_id, scope, "", [])
+
+    def get(self, entry_id: str, version: int, scope: Scope) -> EntryVersion | None:
+        found = self._query(entry_id, scope, "AND x.version = ?", [version])
+        return found[0] if found else None

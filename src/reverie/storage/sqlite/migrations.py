@@ -1,0 +1,140 @@
+"""Named, ordered schema migrations for the SQLite backend.
+
+Invariant: an applied migration is never edited. A schema change is a new entry at the end of
+``MIGRATIONS``; ``apply`` runs the missing ones in order, each in its own transaction, and records it in
+``schema_migrations``. Several processes may open a new file at once: each migration re-checks inside the
+write lock, so it runs once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+
+from reverie.storage.sqlite.database import Database, parse_ts, ts
+
+_INITIAL = """
+CREATE TABLE facts (
+    -- An explicit INTEGER PRIMARY KEY: VACUUM may renumber implicit rowids, which would silently
+    -- detach the external-content FTS index from its rows.
+    seq                 INTEGER PRIMARY KEY,
+    id                  TEXT NOT NULL UNIQUE,
+    agent_id            TEXT NOT NULL,
+    user_id             TEXT,
+    session_id          TEXT,
+    content             TEXT NOT NULL,
+    category            TEXT NOT NULL,
+    tags                TEXT NOT NULL DEFAULT '[]',
+    tier                TEXT NOT NULL,
+    created_at          TEXT NOT NULL,
+    updated_at          TEXT,
+    last_seen_at        TEXT NOT NULL,
+    reinforcement_count INTEGER NOT NULL DEFAULT 1,
+    importance          REAL NOT NULL,
+    retention           REAL NOT NULL,
+    confidence          REAL NOT NULL,
+    pinned              INTEGER NOT NULL DEFAULT 0,
+    expires_at          TEXT,
+    archived_at         TEXT,
+    superseded_by       TEXT,
+    metadata            TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX facts_scope_recent ON facts (agent_id, archived_at, last_seen_at);
+CREATE INDEX facts_scope_category ON facts (agent_id, category);
+CREATE INDEX facts_archived ON facts (archived_at) WHERE archived_at IS NOT NULL;
+
+-- BM25 over content + tags + category. unicode61 splits on '/', '-', '_' and JSON punctuation, so the
+-- category path and the tags array read as words. Kept in sync by the triggers below.
+CREATE VIRTUAL TABLE facts_fts USING fts5(
+    content, tags, category,
+    content = 'facts', content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts (rowid, content, tags, category)
+    VALUES (new.seq, new.content, new.tags, new.category);
+END;
+CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content, tags, category)
+    VALUES ('delete', old.seq, old.content, old.tags, old.category);
+END;
+CREATE TRIGGER facts_fts_update AFTER UPDATE OF content, tags, category ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content, tags, category)
+    VALUES ('delete', old.seq, old.content, old.tags, old.category);
+    INSERT INTO facts_fts (rowid, content, tags, category)
+    VALUES (new.seq, new.content, new.tags, new.category);
+END;
+
+CREATE TABLE fact_versions (
+    fact_id     TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    change      TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    category    TEXT NOT NULL,
+    tags        TEXT NOT NULL,
+    importance  REAL NOT NULL,
+    metadata    TEXT NOT NULL,
+    archived    INTEGER NOT NULL,
+    PRIMARY KEY (fact_id, version)
+) WITHOUT ROWID;
+
+-- Room for vectors; the recall layer fills it. One vector per fact, tagged with its model.
+CREATE TABLE fact_vectors (
+    fact_id     TEXT PRIMARY KEY,
+    model       TEXT NOT NULL,
+    dim         INTEGER NOT NULL,
+    vector      BLOB NOT NULL,
+    embedded_at TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("0001_initial", _INITIAL),
+]
+
+
+def apply(db: Database, now: datetime) -> list[str]:
+    """Apply every missing migration; returns the names applied now."""
+    db.write(
+        lambda c: c.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+    )
+    applied: list[str] = []
+    for name, script in MIGRATIONS:
+        if db.write(lambda c, n=name, s=script: _apply_one(c, n, s, now)):  # type: ignore[misc]
+            applied.append(name)
+    return applied
+
+
+def _apply_one(conn: sqlite3.Connection, name: str, script: str, now: datetime) -> bool:
+    if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
+        return False
+    # executescript would COMMIT our transaction; run the statements one by one instead.
+    for statement in _statements(script):
+        conn.execute(statement)
+    conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (name, ts(now)))
+    return True
+
+
+def applied(db: Database) -> list[tuple[str, datetime]]:
+    rows = db.read(lambda c: c.execute("SELECT name, applied_at FROM schema_migrations ORDER BY name").fetchall())
+    return [(name, parse_ts(at)) for name, at in rows]
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into complete statements (triggers contain ';' inside BEGIN ... END)."""
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                out.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buffer[:80]!r}")
+    return out

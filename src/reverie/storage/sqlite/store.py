@@ -1,0 +1,194 @@
+"""``Store`` on one SQLite file: repositories, transactions, migrations and maintenance."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import AbstractContextManager, closing
+from datetime import datetime
+from pathlib import Path
+
+from reverie.errors import StorageError
+from reverie.storage.base import StoreOptions
+from reverie.storage.sqlite import migrations
+from reverie.storage.sqlite.database import Database
+from reverie.storage.sqlite.facts import SqliteFacts, SqliteVersions
+from reverie.types import HealthReport, StoreStats
+
+
+class SqliteStore:
+    """The embedded backend. Safe to share between threads; any number of processes may open the file."""
+
+    def __init__(self, path: Path, *, now: datetime, options: StoreOptions | None = None) -> None:
+        options = options or StoreOptions()
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = Database(
+            path,
+            busy_timeout_ms=options.busy_timeout_ms,
+            lock_wait_seconds=options.lock_wait_seconds,
+            synchronous=options.synchronous,
+        )
+        self._facts = SqliteFacts(self._db)
+        self._versions = SqliteVersions(self._db)
+        try:
+            migrations.apply(self._db, now)
+        except BaseException:
+            self._db.close()
+            raise
+        self._now = now
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:///{self.path.resolve()}"
+
+    @property
+    def facts(self) -> SqliteFacts:
+        return self._facts
+
+    @property
+    def versions(self) -> SqliteVersions:
+        return self._versions
+
+    def transaction(self) -> AbstractContextManager[None]:
+        return self._db.transaction()
+
+    def migrations(self) -> list[tuple[str, datetime]]:
+        return migrations.applied(self._db)
+
+    # -- maintenance ---------------------------------------------------------------------------------
+    def stats(self) -> StoreStats:
+        def work(c: sqlite3.Connection) -> StoreStats:
+            live, archived = c.execute(
+                "SELECT count(*) FILTER (WHERE archived_at IS NULL), count(*) FILTER (WHERE archived_at IS NOT NULL)"
+                " FROM facts"
+            ).fetchone()
+            by_tier = dict(c.execute("SELECT tier, count(*) FROM facts WHERE archived_at IS NULL GROUP BY tier"))
+            by_category = dict(
+                c.execute(
+                    "SELECT category, count(*) FROM facts WHERE archived_at IS NULL GROUP BY category ORDER BY category"
+                )
+            )
+            return StoreStats(
+                location=str(self.path),
+                size_bytes=self._size(),
+                live=int(live),
+                archived=int(archived),
+                by_tier={str(k): int(v) for k, v in by_tier.items()},
+                by_category={str(k): int(v) for k, v in by_category.items()},
+            )
+
+        return self._db.read(work)
+
+    def _size(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            candidate = Path(str(self.path) + suffix)
+            if candidate.exists():
+                total += candidate.stat().st_size
+        return total
+
+    def check(self, *, repair: bool = False) -> HealthReport:
+        checks: dict[str, str] = {}
+        repaired: list[str] = []
+        checks["integrity"] = self._integrity()
+        checks["fts"] = self._fts_consistency()
+        if repair and checks["fts"] != "ok":
+            self._db.write(lambda c: c.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')"))
+            repaired.append("rebuilt the full-text index from the facts table")
+            checks["fts"] = self._fts_consistency()
+        checks["versions"] = self._versions_check()
+        if repair and checks["versions"] != "ok":
+            repaired.append(self._repair_versions())
+            checks["versions"] = self._versions_check()
+        checks["migrations"] = ", ".join(name for name, _ in self.migrations()) or "none"
+        ok = all(v == "ok" for k, v in checks.items() if k != "migrations")
+        return HealthReport(ok=ok, checks=checks, repaired=tuple(repaired))
+
+    def _integrity(self) -> str:
+        rows = self._db.read(lambda c: c.execute("PRAGMA integrity_check").fetchall())
+        messages = [str(r[0]) for r in rows]
+        return "ok" if messages == ["ok"] else "; ".join(messages[:10])
+
+    def _fts_consistency(self) -> str:
+        try:
+            self._db.write(lambda c: c.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)"))
+        except StorageError as exc:
+            return f"full-text index out of step with the facts table ({exc})"
+        return "ok"
+
+    def _versions_check(self) -> str:
+        (missing,) = self._db.read(
+            lambda c: c.execute(
+                "SELECT count(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM fact_versions x WHERE x.fact_id = f.id)"
+            ).fetchone()
+        )
+        return "ok" if not missing else f"{missing} entries have no version row"
+
+    def _repair_versions(self) -> str:
+        def work(c: sqlite3.Connection) -> int:
+            cur = c.execute(
+                "INSERT INTO fact_versions (fact_id, version, change, recorded_at, content, category, tags,"
+                " importance, metadata, archived)"
+                " SELECT f.id, 1, 'housekeeping', coalesce(f.updated_at, f.created_at), f.content, f.category,"
+                " f.tags, f.importance, f.metadata, f.archived_at IS NOT NULL FROM facts f"
+                " WHERE NOT EXISTS (SELECT 1 FROM fact_versions x WHERE x.fact_id = f.id)"
+            )
+            return int(cur.rowcount)
+
+        return f"recorded the current state of {self._db.write(work)} entries as their first version"
+
+    def backup(self, destination: Path) -> None:
+        destination = destination.expanduser().resolve()
+        if destination == self.path.resolve():
+            raise StorageError("a backup cannot overwrite the store it copies")
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        partial = destination.with_name(destination.name + ".partial")
+        partial.unlink(missing_ok=True)
+        try:
+            with closing(sqlite3.connect(partial)) as target:
+                # The online backup API copies a consistent snapshot; in WAL, writers go on meanwhile.
+                self._db.read(lambda c: c.backup(target))
+                target.execute("PRAGMA journal_mode = DELETE")
+            os.replace(partial, destination)
+        except sqlite3.Error as exc:
+            raise StorageError(f"backup to {destination} failed: {exc}") from exc
+        finally:
+            partial.unlink(missing_ok=True)
+
+    def restore_backup(self, source: Path) -> None:
+        source = source.expanduser().resolve()
+        if not source.is_file():
+            raise StorageError(f"no backup file at {source}")
+        try:
+            with closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True)) as backup:
+                _verify_backup(backup, source)
+                # Copy into the live file through the backup API: one step, under the write lock, so other
+                # processes see either the old store or the restored one, never a mix.
+                self._db.write(lambda c: None)  # fail early (StoreBusy) if a writer holds the lock too long
+                backup.backup(self._db.connection())
+        except sqlite3.Error as exc:
+            raise StorageError(f"restore from {source} failed: {exc}") from exc
+        migrations.apply(self._db, self._now)
+
+    def vacuum(self) -> None:
+        self._db.write(lambda c: c.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')"))
+        self._db.read(lambda c: c.execute("VACUUM"))
+        self._db.read(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _verify_backup(conn: sqlite3.Connection, source: Path) -> None:
+    try:
+        result = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        has_schema = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        ).fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"{source} is not a Reverie backup: {exc}") from exc
+    if result != "ok":
+        raise StorageError(f"{source} fails its integrity check: {result}")
+    if not has_schema:
+        raise StorageError(f"{source} is an SQLite file but not a Reverie store")

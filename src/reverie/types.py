@@ -1,0 +1,191 @@
+"""The data model: long-term entries, their versions, scopes and the results services return.
+
+Field semantics follow seed 000's temporal table:
+- ``created_at``: first seen (agent time); on a merge, the earliest of the sources.
+- ``last_seen_at``: last reinforcement by a real save event; never moved by housekeeping.
+- ``updated_at``: the record was last rewritten (edits, rephrasing); ``None`` until the first rewrite;
+  a reinforcement, which changes no text, leaves it alone.
+- ``reinforcement_count``: distinct observations folded into this entry; starts at 1.
+
+All datetimes are timezone-aware UTC. Entries are immutable values: a change is a new value written back
+through the store, which records a version row first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+DEFAULT_AGENT = "default"
+DEFAULT_CATEGORY = "general"
+
+
+class Tier(StrEnum):
+    """The ai-memory tiers. Only episodic entries age out in the forget sweep; the others keep."""
+
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Whose memory this is. Every entry and every query carries one.
+
+    A query sees an entry when the agent ids are equal and each narrower id of the entry is either unset
+    (the entry is agent-wide) or equal to the query's. So a user-scoped entry is invisible to other users
+    and to queries that name no user, and agent A never sees agent B.
+    """
+
+    agent_id: str = DEFAULT_AGENT
+    user_id: str | None = None
+    session_id: str | None = None
+
+    def sees(self, other: Scope) -> bool:
+        """True when a query in this scope may see an entry stored under ``other``."""
+        return (
+            self.agent_id == other.agent_id
+            and (other.user_id is None or other.user_id == self.user_id)
+            and (other.session_id is None or other.session_id == self.session_id)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEntry:
+    """One long-term fact with its provenance, salience and history counters."""
+
+    id: str
+    content: str
+    category: str
+    tags: tuple[str, ...]
+    tier: Tier
+    scope: Scope
+    created_at: datetime
+    last_seen_at: datetime
+    updated_at: datetime | None = None
+    reinforcement_count: int = 1
+    importance: float = 0.5
+    retention: float = 1.0
+    confidence: float = 0.5
+    pinned: bool = False
+    expires_at: datetime | None = None
+    archived_at: datetime | None = None
+    superseded_by: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    embedding_model: str | None = None
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
+
+    @property
+    def source(self) -> str | None:
+        """Provenance (``user``, ``tool:<name>``, ``inferred``) or None when unknown."""
+        value = self.metadata.get("source")
+        return value if isinstance(value, str) else None
+
+
+class Change(StrEnum):
+    """Why an entry was written. The store records a version row for every change except the
+    bookkeeping ones that leave the text alone (see ``Change.versioned``)."""
+
+    CREATED = "created"
+    EDITED = "edited"
+    REVERTED = "reverted"  # restored to an earlier version
+    ARCHIVED = "archived"
+    RESTORED = "restored"  # brought back from the archive
+    IMPORTANCE = "importance"
+    REINFORCED = "reinforced"
+    HOUSEKEEPING = "housekeeping"
+
+    @property
+    def versioned(self) -> bool:
+        return self not in (Change.REINFORCED, Change.HOUSEKEEPING)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryVersion:
+    """A snapshot of an entry as one write left it. Version numbers start at 1 and never repeat."""
+
+    entry_id: str
+    version: int
+    change: Change
+    recorded_at: datetime
+    content: str
+    category: str
+    tags: tuple[str, ...]
+    importance: float
+    metadata: dict[str, Any]
+    archived: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SaveResult:
+    """What a save did. ``outcome`` is ``created`` here; deduplication adds reinforced and extended."""
+
+    outcome: str
+    entry: MemoryEntry
+    notes: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.entry.id
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One search result. ``score`` is larger for better matches; ``matched_by`` says which index found it."""
+
+    entry: MemoryEntry
+    score: float
+    matched_by: str
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryCount:
+    category: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Browse:
+    """A query-less look: the most recently reinforced entries, then the whole taxonomy of the scope.
+
+    The taxonomy ignores the category filter on purpose, so a filter that matched nothing still shows
+    which categories exist.
+    """
+
+    entries: tuple[MemoryEntry, ...]
+    taxonomy: tuple[CategoryCount, ...]
+    category: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeReport:
+    """What the purge pass removed and what the high-value floor kept."""
+
+    purged: tuple[str, ...]
+    protected: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """Counts for ``reverie status``."""
+
+    location: str
+    size_bytes: int
+    live: int
+    archived: int
+    by_tier: dict[str, int]
+    by_category: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class HealthReport:
+    """The result of ``doctor``: every problem found, and what a repair fixed."""
+
+    ok: bool
+    checks: dict[str, str]
+    repaired: tuple[str, ...] = ()

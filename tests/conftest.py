@@ -1,0 +1,79 @@
+"""Shared fixtures and the network guard.
+
+The guard refuses any socket connection that is not to loopback or a Unix socket, so no test can reach
+the network by accident (the brief allows only 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import reverie
+from reverie.clock import FakeClock
+from reverie.storage import open_store, store_url
+from reverie.storage.base import Store
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _check_address(sock: socket.socket, address: Any) -> None:
+    if sock.family == getattr(socket, "AF_UNIX", None):
+        return
+    host = address[0] if isinstance(address, tuple) else address
+    if host == "localhost":
+        return
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise RuntimeError(f"tests may only connect to loopback; refused {address!r}")
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    _check_address(self, address)
+    _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    _check_address(self, address)
+    return _real_connect_ex(self, address)
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+# Backends the contract suite runs on. PostgreSQL joins this list when its issue lands.
+BACKENDS = ["sqlite"]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
+    """A fresh, migrated store of each backend."""
+    if request.param == "sqlite":
+        opened = open_store(store_url(tmp_path / "store.db"), now=clock.now())
+    else:  # pragma: no cover - filled in by the backend's issue
+        raise AssertionError(request.param)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def rv(tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+    """An engine on a temp directory with a fake clock."""
+    with reverie.open(tmp_path / "home", clock=clock) as engine:
+        yield engine
