@@ -71,8 +71,14 @@ class Reverie:
         self.store.backup(path)
         return path
 
-    def restore_backup(self, source: str | Path) -> None:
-        self.store.restore_backup(Path(source))
+    def restore_backup(self, source: str | Path) -> Path:
+        """Replace the store's contents with a backup. The current contents are first saved to
+        ``<home>/backups/pre-restore-<time>.db`` (returned), so a restore never loses anything."""
+        stamp = self.clock.now().strftime("%Y%m%dT%H%M%S%fZ")
+        safety = self.settings.home / "backups" / f"pre-restore-{stamp}.db"
+        self.store.backup(safety)
+        self.store.restore_backup(Path(source).expanduser())
+        return safety
 
     def vacuum(self) -> None:
         self.store.vacuum()

@@ -1,0 +1,47 @@
+"""The root ``reverie`` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from reverie import __version__
+from reverie.cli import admin, demo, memory
+from reverie.cli.common import State
+
+app = typer.Typer(
+    help="Reverie: a memory engine for LLM agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(memory.app, name="memory")
+app.command()(admin.status)
+app.command()(admin.doctor)
+app.command()(admin.backup)
+app.command("restore-backup")(admin.restore_backup)
+app.command()(admin.vacuum)
+app.command()(demo.demo)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"reverie {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    home: Path | None = typer.Option(
+        None, "--home", envvar="REVERIE_HOME", help="Data directory (default ~/.reverie).", show_default=False
+    ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Reverie: a memory engine for LLM agents."""
+    ctx.obj = State(home=home)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,76 @@
+"""What every command shares: the data directory, opening the engine, errors, JSON output, scope options."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+import reverie
+from reverie.errors import NotFound, ReverieError, ValidationError
+from reverie.jsonable import to_jsonable
+from reverie.settings import home_from_env
+from reverie.types import Scope
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON instead of text.")
+AgentOption = typer.Option("default", "--agent", "-a", envvar="REVERIE_AGENT", help="Agent id (scope).")
+UserOption = typer.Option(None, "--user", "-u", help="User id (scope); omit for agent-wide memory.")
+SessionOption = typer.Option(None, "--session", "-s", help="Session id (scope).")
+
+
+@dataclass
+class State:
+    """Options given before the command (``reverie --home DIR memory ...``)."""
+
+    home: Path | None = None
+
+
+def state(ctx: typer.Context) -> State:
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, State) else State()
+
+
+def fail(exc: ReverieError | str) -> NoReturn:
+    """Report an error on stderr and exit: 2 for bad input or an unknown id, 1 for everything else."""
+    message = str(exc)
+    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    code = 2 if isinstance(exc, ValidationError | NotFound) else 1
+    raise typer.Exit(code)
+
+
+@contextmanager
+def engine(ctx: typer.Context) -> Iterator[reverie.Reverie]:
+    """Open the engine for the chosen home; turn Reverie's errors into a message and an exit code."""
+    try:
+        rv = reverie.open(home_from_env(state(ctx).home))
+    except ReverieError as exc:
+        fail(exc)
+    try:
+        yield rv
+    except ReverieError as exc:
+        fail(exc)
+    finally:
+        rv.close()
+
+
+def scope_of(agent: str, user: str | None, session: str | None) -> Scope:
+    return Scope(agent_id=agent, user_id=user, session_id=session)
+
+
+def emit_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
+
+
+def read_text_argument(value: str) -> str:
+    """``-`` means: read the text from standard input."""
+    return sys.stdin.read() if value == "-" else value

@@ -1,0 +1,95 @@
+"""``reverie demo``: a guided tour of long-term memory on the shipped sample."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.rule import Rule
+
+import reverie
+from reverie.cli import render
+from reverie.cli.common import console, fail
+from reverie.demo import load_sample
+from reverie.errors import ReverieError
+
+_QUERIES = (
+    "What time zone is Maya in?",
+    "which database does Lantern use?",
+    "how should I write review comments",
+    "🥮",  # no word for the index to match: the substring fallback finds it
+)
+
+
+def demo(
+    keep: Path | None = typer.Option(
+        None, "--keep", help="Run in this directory and keep the store (default: a temporary directory)."
+    ),
+) -> None:
+    """A guided tour: save, recall, browse, archive, restore, edit and history, on a shipped sample."""
+    try:
+        if keep is not None:
+            _tour(keep.expanduser().resolve())
+        else:
+            with tempfile.TemporaryDirectory(prefix="reverie-demo-") as tmp:
+                _tour(Path(tmp))
+    except ReverieError as exc:
+        fail(exc)
+
+
+def _step(title: str, text: str) -> None:
+    console.print()
+    console.print(Rule(f"[bold]{title}[/]", align="left"))
+    console.print(f"[dim]{text}[/]")
+
+
+def _tour(home: Path) -> None:
+    with reverie.open(home) as rv:
+        now = rv.clock.now
+        _step("1. Save", f"Saving the sample's facts into a fresh store at {escape(str(home))}.")
+        ids: dict[str, str] = {}
+        for fact in load_sample():
+            result = rv.memory.save(
+                fact.content, category=fact.category, tags=fact.tags, source=fact.source, importance=fact.importance
+            )
+            ids[fact.content] = result.id
+            console.print(render.entry_line(result.entry, now()))
+
+        _step("2. Recall", "BM25 over content, tags and category words; every query is plain text, never syntax.")
+        for query in _QUERIES:
+            console.print(f"\n[bold]?[/] {escape(query)}")
+            render.hits(rv.memory.search(query, limit=3), now(), query)
+
+        _step("3. Browse", "No query: the most recently reinforced entries, then the whole category taxonomy.")
+        render.browse(rv.memory.browse(limit=5), now())
+
+        db_fact = next(c for c in ids if "PostgreSQL 16" in c)
+        db_id = ids[db_fact]
+        _step("4. Archive", "Delete never destroys: it archives. The entry leaves search but stays readable by id.")
+        rv.memory.archive(db_id)
+        found = [h.entry.id for h in rv.memory.search("Lantern PostgreSQL database")]
+        console.print(f"search 'Lantern PostgreSQL database' finds {db_id}: {db_id in found}")
+        console.print(f"get {db_id}: archived at {rv.memory.get(db_id).archived_at:%Y-%m-%d %H:%M:%S} UTC")
+
+        _step("5. Restore", "Until the purge pass (90 days after archiving), an archived entry comes back whole.")
+        rv.memory.restore(db_id)
+        found = [h.entry.id for h in rv.memory.search("Lantern PostgreSQL database")]
+        console.print(f"search 'Lantern PostgreSQL database' finds {db_id}: {db_id in found}")
+
+        tz_id = ids[next(c for c in ids if "Lisbon" in c)]
+        _step("6. Edit and history", "Every rewrite keeps the old text as a version; any version can come back.")
+        rv.memory.edit(
+            tz_id, content="Maya moved to Porto in October; still Europe/Lisbon hours, meetings before 16:00."
+        )
+        rv.memory.restore_version(tz_id, 1)
+        render.history(rv.memory.history(tz_id))
+
+        _step("7. Scope", "Memory is per agent: another agent on the same store sees none of this.")
+        other = rv.memory.search("Maya", scope=reverie.Scope(agent_id="researcher"))
+        console.print(f"agent 'researcher' searching 'Maya': {len(other)} results")
+
+        _step("8. Status", "What is in the store.")
+        render.stats(rv.stats())
+        console.print("\n[bold green]Tour complete.[/] Next: `reverie memory --help`, and the README's quickstart.")

@@ -1,0 +1,136 @@
+"""Human-readable output. Rich markup is never interpreted inside user text (it is escaped)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from reverie.cli.common import console
+from reverie.core.temporal import seen_phrase
+from reverie.core.text import preview
+from reverie.types import Browse, CategoryCount, EntryVersion, HealthReport, MemoryEntry, SearchHit, StoreStats
+
+
+def _when(value: datetime | None) -> str:
+    return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def entry_line(entry: MemoryEntry, now: datetime, *, score: float | None = None) -> str:
+    """``[id] (category): content`` then the temporal context and provenance, as recall shows it."""
+    extras = [seen_phrase(entry.created_at, entry.last_seen_at, entry.reinforcement_count, now)]
+    if entry.source:
+        extras.append(f"source={entry.source}")
+    if entry.archived:
+        extras.append("archived")
+    if score is not None:
+        extras.append(f"score={score:.3g}")
+    return (
+        f"[cyan]\\[{entry.id}][/] [magenta]({escape(entry.category)})[/]: {escape(preview(entry.content, 200))}"
+        f" [dim]— {escape(', '.join(extras))}[/]"
+    )
+
+
+def hits(results: list[SearchHit], now: datetime, query: str) -> None:
+    if not results:
+        console.print(
+            f"No memory matched {escape(repr(query))}. That is not evidence it was never said: "
+            "try other words, or `reverie memory list` to browse."
+        )
+        return
+    for hit in results:
+        console.print(entry_line(hit.entry, now, score=hit.score))
+
+
+def taxonomy_tree(categories: tuple[CategoryCount, ...]) -> Tree:
+    tree = Tree("[bold]categories[/]")
+    nodes: dict[str, Tree] = {}
+    totals: dict[str, int] = {}
+    for item in categories:
+        parts = item.category.split("/")
+        for depth in range(1, len(parts) + 1):
+            key = "/".join(parts[:depth])
+            totals[key] = totals.get(key, 0) + item.count
+    for key in sorted(totals):
+        parent_key, _, leaf = key.rpartition("/")
+        parent = nodes.get(parent_key, tree) if parent_key else tree
+        nodes[key] = parent.add(f"{escape(leaf)} [dim]({totals[key]})[/]")
+    return tree
+
+
+def browse(result: Browse, now: datetime) -> None:
+    if result.entries:
+        console.print("[bold]Most recently reinforced[/]")
+        for entry in result.entries:
+            console.print(entry_line(entry, now))
+    else:
+        where = f" under {result.category!r}" if result.category else ""
+        console.print(f"No live memories{escape(where)}.")
+    if result.taxonomy:
+        console.print(taxonomy_tree(result.taxonomy))
+    else:
+        console.print("[dim]The store has no categories yet.[/]")
+
+
+def entry_detail(entry: MemoryEntry) -> None:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    rows = [
+        ("id", entry.id),
+        ("content", entry.content),
+        ("category", entry.category),
+        ("tags", ", ".join(entry.tags) or "-"),
+        ("tier", entry.tier.value),
+        ("scope", _scope_text(entry)),
+        ("importance", f"{entry.importance:.2f}"),
+        ("reinforced", f"{entry.reinforcement_count}×"),
+        ("created", _when(entry.created_at)),
+        ("last seen", _when(entry.last_seen_at)),
+        ("updated", _when(entry.updated_at)),
+        ("source", entry.source or "unknown"),
+        ("archived", _when(entry.archived_at)),
+    ]
+    if entry.pinned:
+        rows.append(("pinned", "yes"))
+    for key, value in rows:
+        table.add_row(key, escape(value))
+    console.print(table)
+
+
+def _scope_text(entry: MemoryEntry) -> str:
+    parts = [f"agent={entry.scope.agent_id}"]
+    if entry.scope.user_id:
+        parts.append(f"user={entry.scope.user_id}")
+    if entry.scope.session_id:
+        parts.append(f"session={entry.scope.session_id}")
+    return " ".join(parts)
+
+
+def history(versions: list[EntryVersion]) -> None:
+    table = Table("v", "when", "change", "category", "content")
+    for v in versions:
+        table.add_row(
+            str(v.version), _when(v.recorded_at), v.change.value, escape(v.category), escape(preview(v.content, 80))
+        )
+    console.print(table)
+
+
+def stats(result: StoreStats) -> None:
+    console.print(f"[bold]store[/]  {escape(result.location)}  ({result.size_bytes / 1024:,.0f} KiB)")
+    console.print(f"[bold]entries[/]  {result.live} live, {result.archived} archived")
+    if result.by_tier:
+        console.print("[bold]tiers[/]  " + ", ".join(f"{k} {v}" for k, v in sorted(result.by_tier.items())))
+    if result.by_category:
+        console.print(taxonomy_tree(tuple(CategoryCount(category=k, count=v) for k, v in result.by_category.items())))
+
+
+def health(report: HealthReport) -> None:
+    for name, outcome in report.checks.items():
+        mark = "[green]ok[/]" if outcome == "ok" or name == "migrations" else "[red]problem[/]"
+        console.print(f"{mark}  {name}: {escape(outcome)}")
+    for line in report.repaired:
+        console.print(f"[yellow]repaired[/]  {escape(line)}")
+    console.print("[bold green]healthy[/]" if report.ok else "[bold red]not healthy[/] — try `reverie doctor --repair`")
