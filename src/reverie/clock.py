@@ -43,6 +43,8 @@ class FakeClock:
 
     def advance(self, delta: timedelta | None = None, **parts: float) -> datetime:
         """Move forward by ``delta`` or by ``timedelta(**parts)``; returns the new now."""
+        if delta is not None and parts:
+            raise ValueError("pass either a timedelta or keyword parts, not both")
         step = delta if delta is not None else timedelta(**parts)
         if step < timedelta(0):
             raise ValueError("a FakeClock never moves backwards; use set() to jump")

@@ -65,10 +65,13 @@ def restore_backup(
             console.print(f"restored from {escape(str(path))}; the previous contents are in {escape(str(safety))}")
 
 
-def vacuum(ctx: typer.Context) -> None:
+def vacuum(ctx: typer.Context, as_json: bool = JsonOption) -> None:
     """Compact the database file and optimise the full-text index."""
     with engine(ctx) as rv:
         before = rv.stats().size_bytes
         rv.vacuum()
         after = rv.stats().size_bytes
-        console.print(f"vacuumed: {before / 1024:,.0f} KiB -> {after / 1024:,.0f} KiB")
+        if as_json:
+            emit_json({"size_before": before, "size_after": after})
+        else:
+            console.print(f"vacuumed: {before / 1024:,.0f} KiB -> {after / 1024:,.0f} KiB")

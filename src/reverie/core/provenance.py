@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-_TOOL = re.compile(r"^tool:[A-Za-z0-9_.\-/]{1,100}$")
+_TOOL = re.compile(r"tool:([A-Za-z0-9_.\-/]{1,100})", re.IGNORECASE)
 
 
 def normalize_source(raw: str | None) -> tuple[str | None, str | None]:
@@ -22,8 +22,9 @@ def normalize_source(raw: str | None) -> tuple[str | None, str | None]:
         return "user", None
     if lowered in ("inferred", "inference"):
         return "inferred", None
-    if _TOOL.match(value):
-        return "tool:" + value[5:], None
+    tool = _TOOL.fullmatch(value)
+    if tool:
+        return "tool:" + tool.group(1), None
     return None, f"source {raw!r} is not one of user, tool:<name>, inferred; it was dropped"
 
 

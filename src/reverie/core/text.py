@@ -28,7 +28,9 @@ def query_terms(text: str) -> list[str]:
     remain, duplicates removed, order kept, at most ``MAX_QUERY_TERMS``."""
     seen: dict[str, None] = {}
     for match in _TERM.finditer(text):
-        seen.setdefault(match.group(0).casefold(), None)
+        # lower(), not casefold(): unicode61 folds case one character at a time ("straße" stays
+        # "straße"), and casefold's "ss" would never match what the index holds.
+        seen.setdefault(match.group(0).lower(), None)
     terms = list(seen)
     content = [t for t in terms if t not in STOPWORDS]
     return (content or terms)[:MAX_QUERY_TERMS]
@@ -60,5 +62,6 @@ def document_text(content: str, tags: tuple[str, ...], category: str) -> str:
 
 def preview(text: str, limit: int = 120) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis when cut."""
+    limit = max(limit, 1)
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

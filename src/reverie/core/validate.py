@@ -18,7 +18,8 @@ MAX_TAGS = 50
 MAX_TAG_CHARS = 100
 MAX_ID_CHARS = 200
 MAX_METADATA_BYTES = 64_000
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Unicode control characters (category Cc): the C0 and C1 ranges and DEL.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def content(value: object, *, max_chars: int) -> str:
@@ -41,7 +42,7 @@ def category(value: object, *, default: str) -> str:
         raise ValidationError("category must be a string", field="category")
     if len(value) > MAX_CATEGORY_CHARS:
         raise ValidationError(f"category is longer than {MAX_CATEGORY_CHARS} characters", field="category")
-    if not CATEGORY_PATTERN.match(value):
+    if not CATEGORY_PATTERN.fullmatch(value):
         raise ValidationError(
             f"category {value!r} must be a relative path of lower-case letters, digits, '-', '_' and '/' "
             "(no '..', no leading or trailing '/', no empty segment), e.g. 'user-preferences/timezone'",
@@ -63,7 +64,7 @@ def tags(value: object) -> tuple[str, ...]:
     """Strings, stripped, de-duplicated in order; empty strings dropped."""
     if value is None:
         return ()
-    if isinstance(value, str) or not isinstance(value, Iterable):
+    if isinstance(value, str | Mapping) or not isinstance(value, Iterable):
         raise ValidationError("tags must be a list of strings", field="tags")
     out: dict[str, None] = {}
     for tag in value:
@@ -104,7 +105,7 @@ def identifier(value: object, *, name: str) -> str:
     """A non-empty id of printable characters (agent, user, session and entry ids)."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{name} must be a non-empty string", field=name)
-    if len(value) > MAX_ID_CHARS or _CONTROL.search(value) or value != value.strip():
+    if len(value) > MAX_ID_CHARS or not value.isprintable() or value != value.strip():
         raise ValidationError(
             f"{name} must be at most {MAX_ID_CHARS} printable characters without surrounding spaces",
             field=name,
@@ -139,7 +140,7 @@ def metadata(value: object) -> dict[str, Any]:
         encoded.encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise ValidationError(f"metadata is not JSON-serialisable: {exc}", field="metadata") from None
-    if len(encoded) > MAX_METADATA_BYTES:
+    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
         raise ValidationError(f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata")
     loaded: dict[str, Any] = json.loads(encoded)
     return loaded
