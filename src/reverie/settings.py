@@ -78,6 +78,7 @@ def load_settings(home: Path, overrides: dict[str, Any] | None = None) -> Settin
         ) -> tuple[PydanticBaseSettingsSource, ...]:
             return (init_settings, env_settings, _Static(settings_cls, toml_values))
 
+    _check_environment_sections()
     init: dict[str, Any] = {**(overrides or {}), "home": home}
     try:
         layered = _Layered(**init)
@@ -98,6 +99,17 @@ class _Static(PydanticBaseSettingsSource):
 
     def __call__(self) -> dict[str, Any]:
         return dict(self._values)
+
+
+def _check_environment_sections() -> None:
+    """A misspelt section (``REVERIE_MEMROY__...``) would otherwise be ignored without a word."""
+    sections = {name.upper() for name in Settings.model_fields}
+    for key in os.environ:
+        if key.startswith("REVERIE_") and "__" in key:
+            section = key[len("REVERIE_") :].split("__", 1)[0]
+            if section not in sections:
+                known = ", ".join(sorted(sections - {"HOME"}))
+                raise ConfigError(f"environment variable {key}: no settings section {section!r} (known: {known})")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -28,9 +28,24 @@ def content(value: object, *, max_chars: int) -> str:
         raise ValidationError("content must be a string", field="content")
     if not value.strip():
         raise ValidationError("content is empty", field="content")
+    if "\x00" in value:
+        # PostgreSQL text cannot hold NUL, and no fact needs one: refuse it on every backend alike.
+        raise ValidationError("content contains a NUL character", field="content")
     if len(value) > max_chars:
         raise ValidationError(f"content is {len(value):,} characters; the maximum is {max_chars:,}", field="content")
     _utf8(value, "content")
+    return value
+
+
+MAX_QUERY_CHARS = 30_000
+
+
+def query(value: object) -> str:
+    """Search text: any string; a longer one is cut to ``MAX_QUERY_CHARS`` rather than refused."""
+    if not isinstance(value, str):
+        raise ValidationError("query must be a string", field="query")
+    value = value[:MAX_QUERY_CHARS]
+    _utf8(value, "query")
     return value
 
 

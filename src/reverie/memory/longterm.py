@@ -83,7 +83,10 @@ class LongTermMemory:
         cfg = self.config
         clean_scope = validate.scope(scope)
         clean_meta = validate.metadata(metadata)
-        canonical, note = normalize_source(_optional_str(source, "source"))
+        # An explicit source wins over metadata["source"]; either way it goes through the same check.
+        raw_source = _optional_str(source if source is not None else clean_meta.pop("source", None), "source")
+        clean_meta.pop("source", None)
+        canonical, note = normalize_source(raw_source)
         if canonical is not None:
             clean_meta["source"] = canonical
         now = self._clock.now()
@@ -219,8 +222,7 @@ class LongTermMemory:
         scope: Scope | None = None,
     ) -> list[SearchHit]:
         """BM25 over content + tags + category words, best first; substring matches fill up the rest."""
-        if not isinstance(query, str):
-            raise ValidationError("query must be a string", field="query")
+        query = validate.query(query)
         count = validate.limit(self.config.search_limit if limit is None else limit)
         flt = self._filter(scope, category, include_archived)
         hits: list[SearchHit] = []

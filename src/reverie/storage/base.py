@@ -73,7 +73,7 @@ class FactRepository(Protocol):
         ...
 
     def search_substring(self, needle: str, flt: FactFilter, limit: int, exclude: frozenset[str]) -> list[MemoryEntry]:
-        """Entries whose content, tags or category contain ``needle`` (case-insensitive for ASCII),
+        """Entries whose content, tags or category contain ``needle`` (case-insensitive, Unicode-aware),
         most recently reinforced first: the fallback that lets the index only ever add matches."""
         ...
 
@@ -117,8 +117,9 @@ class Store(Protocol):
     def versions(self) -> VersionRepository: ...
 
     def transaction(self) -> AbstractContextManager[None]:
-        """Group writes into one atomic unit (replacement before retirement). Nested calls join the
-        outer transaction; repositories used inside it write through it."""
+        """Group writes into one atomic unit (replacement before retirement). Repositories used inside
+        it write through it. A nested call is a savepoint: it commits with the outer transaction, and an
+        exception inside it undoes only the nested writes (the outer block may catch it and go on)."""
         ...
 
     def migrations(self) -> list[tuple[str, datetime]]:

@@ -43,6 +43,10 @@ def parse_ts_or_none(value: str | None) -> datetime | None:
     return None if value is None else parse_ts(value)
 
 
+def _unicode_lower(value: str | None) -> str | None:
+    return value.lower() if isinstance(value, str) else value
+
+
 def _is_busy(exc: sqlite3.Error) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -95,6 +99,8 @@ class Database:
                 raise StorageError(f"{self.path}: could not switch to WAL (journal_mode={mode})")
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
+            # SQLite's lower() folds ASCII only; substring search must fold the way Python does.
+            conn.create_function("unicode_lower", 1, _unicode_lower, deterministic=True)
             return conn
         except sqlite3.DatabaseError as exc:
             if _is_busy(exc):
@@ -131,11 +137,19 @@ class Database:
     def transaction(self) -> Iterator[None]:
         conn = self.connection()
         if self._local.depth:
+            # Nested: a savepoint, so a failure inside rolls back only the inner writes.
+            name = f"sp{self._local.depth}"
+            conn.execute(f"SAVEPOINT {name}")
             self._local.depth += 1
             try:
                 yield
+            except BaseException:
+                conn.execute(f"ROLLBACK TO {name}")
+                raise
             finally:
                 self._local.depth -= 1
+                if conn.in_transaction:
+                    conn.execute(f"RELEASE {name}")
             return
         self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
         self._local.depth = 1

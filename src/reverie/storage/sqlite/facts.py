@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -172,7 +173,8 @@ class SqliteFacts:
         lowered = needle.lower()
         sql = (
             f"SELECT {_COLUMNS} FROM {_FROM} WHERE {where} AND "
-            "(instr(lower(f.content), ?) > 0 OR instr(lower(f.tags), ?) > 0 OR instr(f.category, ?) > 0) "
+            "(instr(unicode_lower(f.content), ?) > 0 OR instr(f.category, ?) > 0 OR EXISTS ("
+            "SELECT 1 FROM json_each(f.tags) t WHERE instr(unicode_lower(t.value), ?) > 0)) "
             "ORDER BY f.last_seen_at DESC LIMIT ?"
         )
         rows = self._db.read(
@@ -187,7 +189,7 @@ class SqliteFacts:
         return [_row_to_entry(r) for r in self._db.read(lambda c: c.execute(sql, [*params, limit]).fetchall())]
 
     def taxonomy(self, flt: FactFilter) -> list[CategoryCount]:
-        where, params = _visible(flt, with_category=False)
+        where, params = _visible(replace(flt, include_archived=False), with_category=False)
         sql = f"SELECT f.category, count(*) FROM facts f WHERE {where} GROUP BY f.category ORDER BY f.category"
         rows = self._db.read(lambda c: c.execute(sql, params).fetchall())
         return [CategoryCount(category=r[0], count=int(r[1])) for r in rows]

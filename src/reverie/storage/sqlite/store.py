@@ -161,7 +161,7 @@ class SqliteStore:
         if not source.is_file():
             raise StorageError(f"no backup file at {source}")
         try:
-            with closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True)) as backup:
+            with closing(sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True)) as backup:
                 _verify_backup(backup, source)
                 # Copy into the live file through the backup API: one step, under the write lock, so other
                 # processes see either the old store or the restored one, never a mix.
