@@ -87,10 +87,10 @@ queries = st.one_of(st.text(), fragment_queries)
 valid_categories = st.sampled_from(CATEGORIES)
 limits = st.one_of(st.none(), st.integers(min_value=1, max_value=1000))
 
-# Content may hold any character but NUL, which every backend refuses (PostgreSQL text cannot store it).
-non_blank_text = st.text(alphabet=st.characters(exclude_characters="\x00"), min_size=1).filter(
-    lambda s: bool(s.strip())
-)
+# Content may hold any character but NUL, which every backend refuses (PostgreSQL text cannot store it),
+# and lone surrogates, which are not text.
+storable = st.characters(exclude_categories=("Cs",), exclude_characters="\x00")
+non_blank_text = st.text(alphabet=storable, min_size=1).filter(lambda s: bool(s.strip()))
 ascii_text = st.text(alphabet=string.ascii_letters + string.digits + " .,;!?-'()\"", min_size=1, max_size=200).filter(
     lambda s: re.search(r"[A-Za-z0-9]", s) is not None
 )
