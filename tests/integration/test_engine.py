@@ -30,16 +30,6 @@ def snapshot(rv: reverie.Reverie) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def lisbon(rv: reverie.Reverie) -> str:
-    """One entry, plus one in another user's scope and one archived, so 'changes nothing' has something to see."""
-    saved = rv.memory.save("The user lives in Lisbon", category="user-preferences/location", tags=["travel"])
-    rv.memory.save("User one's private note", scope=Scope(user_id="u1"))
-    old = rv.memory.save("An archived fact", category="old")
-    rv.memory.archive(old.id)
-    return saved.id
-
-
 # -- validation: every rejected call raises and changes nothing ------------------------------------------
 def _save(**kwargs: Any) -> Call:
     kwargs.setdefault("content", "valid content")

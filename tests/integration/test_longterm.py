@@ -14,16 +14,6 @@ from reverie import Change, NotFound, Scope, SearchHit, Tier, ValidationError
 from reverie.clock import FakeClock
 
 
-@pytest.fixture
-def lisbon(rv: reverie.Reverie) -> str:
-    """One visible entry, plus one in another user's scope and one archived."""
-    saved = rv.memory.save("The user lives in Lisbon", category="user-preferences/location", tags=["travel"])
-    rv.memory.save("User one's private note", scope=Scope(user_id="u1"))
-    old = rv.memory.save("An archived fact", category="old")
-    rv.memory.archive(old.id)
-    return saved.id
-
-
 # -- save and get ----------------------------------------------------------------------------------------
 def test_save_creates_an_entry_with_defaults_and_clock_times(rv: reverie.Reverie, clock: FakeClock) -> None:
     result = rv.memory.save("The user prefers tea")

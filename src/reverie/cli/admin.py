@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from reverie.cli import render
-from reverie.cli.common import JsonOption, console, emit_json, engine
+from reverie.cli.common import JsonOption, emit, emit_json, engine
 
 
 def status(ctx: typer.Context, as_json: bool = JsonOption) -> None:
@@ -45,10 +45,7 @@ def backup(
     """Copy the store to PATH with SQLite's online backup (safe while other processes write)."""
     with engine(ctx) as rv:
         written = rv.backup(path)
-        if as_json:
-            emit_json({"backup": str(written)})
-        else:
-            console.print(f"backed up to {escape(str(written))}")
+        emit({"backup": str(written)}, as_json, f"backed up to {escape(str(written))}")
 
 
 def restore_backup(
@@ -59,10 +56,11 @@ def restore_backup(
     """Replace the store with a backup; the current contents are saved first under <home>/backups/."""
     with engine(ctx) as rv:
         safety = rv.restore_backup(path)
-        if as_json:
-            emit_json({"restored": str(path), "previous_contents": str(safety)})
-        else:
-            console.print(f"restored from {escape(str(path))}; the previous contents are in {escape(str(safety))}")
+        emit(
+            {"restored": str(path), "previous_contents": str(safety)},
+            as_json,
+            f"restored from {escape(str(path))}; the previous contents are in {escape(str(safety))}",
+        )
 
 
 def vacuum(ctx: typer.Context, as_json: bool = JsonOption) -> None:
@@ -71,7 +69,8 @@ def vacuum(ctx: typer.Context, as_json: bool = JsonOption) -> None:
         before = rv.stats().size_bytes
         rv.vacuum()
         after = rv.stats().size_bytes
-        if as_json:
-            emit_json({"size_before": before, "size_after": after})
-        else:
-            console.print(f"vacuumed: {before / 1024:,.0f} KiB -> {after / 1024:,.0f} KiB")
+        emit(
+            {"size_before": before, "size_after": after},
+            as_json,
+            f"vacuumed: {before / 1024:,.0f} KiB -> {after / 1024:,.0f} KiB",
+        )

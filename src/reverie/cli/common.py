@@ -71,6 +71,14 @@ def emit_json(value: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
 
 
+def emit(value: Any, as_json: bool, message: str) -> None:
+    """``value`` as JSON with ``--json``, else the (Rich markup) ``message``."""
+    if as_json:
+        emit_json(value)
+    else:
+        console.print(message)
+
+
 def read_text_argument(value: str) -> str:
     """``-`` means: read the text from standard input."""
     return sys.stdin.read() if value == "-" else value

@@ -12,6 +12,7 @@ from reverie.cli.common import (
     SessionOption,
     UserOption,
     console,
+    emit,
     emit_json,
     engine,
     read_text_argument,
@@ -141,10 +142,7 @@ def edit(
             tags=tag,
             scope=scope_of(agent, user, session),
         )
-        if as_json:
-            emit_json(entry)
-        else:
-            console.print(f"edited [cyan]{entry.id}[/]")
+        emit(entry, as_json, f"edited [cyan]{entry.id}[/]")
 
 
 @app.command()
@@ -159,13 +157,12 @@ def delete(
     """Archive an entry: hidden from search, kept and restorable until the purge pass."""
     with engine(ctx) as rv:
         entry = rv.memory.archive(entry_id, scope=scope_of(agent, user, session))
-        if as_json:
-            emit_json(entry)
-            return
         days = rv.memory.config.archive_retention_days
-        console.print(
+        emit(
+            entry,
+            as_json,
             f"archived [cyan]{entry.id}[/]: gone from search, still readable with `reverie memory get`, "
-            f"restorable with `reverie memory restore` until purged {days:g} days after archiving."
+            f"restorable with `reverie memory restore` until purged {days:g} days after archiving.",
         )
 
 
@@ -181,10 +178,7 @@ def restore(
     """Bring an archived entry back into search."""
     with engine(ctx) as rv:
         entry = rv.memory.restore(entry_id, scope=scope_of(agent, user, session))
-        if as_json:
-            emit_json(entry)
-        else:
-            console.print(f"restored [cyan]{entry.id}[/]")
+        emit(entry, as_json, f"restored [cyan]{entry.id}[/]")
 
 
 @app.command()
@@ -224,10 +218,7 @@ def importance(
     """Re-score an entry's importance."""
     with engine(ctx) as rv:
         entry = rv.memory.set_importance(entry_id, value, scope=scope_of(agent, user, session))
-        if as_json:
-            emit_json(entry)
-        else:
-            console.print(f"importance of [cyan]{entry.id}[/] is now {entry.importance:.2f}")
+        emit(entry, as_json, f"importance of [cyan]{entry.id}[/] is now {entry.importance:.2f}")
 
 
 @app.command()
@@ -239,9 +230,4 @@ def purge(
     """Hard-delete entries archived longer than the retention (never high-value ones)."""
     with engine(ctx) as rv:
         report = rv.purge(agent_id=agent)
-        if as_json:
-            emit_json(report)
-        else:
-            console.print(
-                f"purged {len(report.purged)} entries; kept {len(report.protected)} high-value archived entries"
-            )
+        emit(report, as_json, f"purged {len(report.purged)} entries; kept {len(report.protected)} high-value ones")
