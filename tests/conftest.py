@@ -74,6 +74,16 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> I
 
 @pytest.fixture
 def rv(tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
-    """An engine on a temp directory with a fake clock."""
-    with reverie.open(tmp_path / "home", clock=clock) as engine:
+    """An engine on a temp directory with a fake clock and the deterministic hash embedder, embedding
+    only when a test calls ``rv.embed_pending()`` (no background thread)."""
+    with reverie.open(
+        tmp_path / "home", clock=clock, embedding={"provider": "hash", "background": False}
+    ) as engine:
+        yield engine
+
+
+@pytest.fixture
+def rv_local(tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+    """An engine with the real bundled embedder (MiniLM on onnxruntime), embedding on demand."""
+    with reverie.open(tmp_path / "local", clock=clock, embedding={"background": False}) as engine:
         yield engine

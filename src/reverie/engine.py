@@ -8,7 +8,12 @@ from types import TracebackType
 from typing import Any
 
 from reverie.clock import Clock, SystemClock
+from reverie.embed.base import Embedder
+from reverie.embed.resolve import make_embedder
+from reverie.errors import ModelMismatch
 from reverie.memory.longterm import LongTermConfig, LongTermMemory
+from reverie.recall.hybrid import HybridSearch, RecallConfig
+from reverie.recall.worker import EmbeddingWorker
 from reverie.settings import Settings, home_from_env, load_settings
 from reverie.storage import is_database_file, is_url, open_store, store_url
 from reverie.storage.base import Store, StoreOptions
@@ -20,39 +25,49 @@ class Reverie:
 
     Attributes:
         memory: long-term memory (save, search, browse, archive, restore, history, ...).
+        recall: the hybrid search component (BM25 + vectors) memory searches with.
+        embedder: the embedding provider, or None when ``embedding.provider = "none"``.
+        embedding: the background embedding worker, or None without an embedder.
         settings: the settings it was built from.
         store: the storage backend (for tools that need it; services are the usual way in).
     """
 
-    def __init__(self, settings: Settings, *, clock: Clock | None = None) -> None:
+    def __init__(self, settings: Settings, *, clock: Clock | None = None, reindex: bool = False) -> None:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
-        s = settings.store
-        url = s.url or store_url(settings.home)
-        self.store: Store = open_store(
-            url,
-            now=self.clock.now(),
-            options=StoreOptions(
-                busy_timeout_ms=s.busy_timeout_ms,
-                lock_wait_seconds=s.lock_wait_seconds,
-                synchronous=s.synchronous,
+        self.store: Store = _open_store(settings, self.clock)
+        try:
+            self.embedder = _embedder(settings)
+            if self.embedder is not None:
+                _check_model(self.store, self.embedder, adopt=reindex)
+        except BaseException:
+            self.store.close()
+            raise
+        r = settings.recall
+        self.recall = HybridSearch(
+            self.store,
+            self.embedder,
+            RecallConfig(
+                semantic_weight=r.semantic_weight,
+                candidates=r.candidates,
+                min_similarity=r.min_similarity,
+                agent_min_similarity=tuple(sorted(r.agent_min_similarity.items())),
+                model_min_similarity=getattr(self.embedder, "default_min_similarity", DEFAULT_MIN_SIMILARITY),
             ),
         )
-        m = settings.memory
+        self.embedding: EmbeddingWorker | None = None
+        if self.embedder is not None:
+            self.embedding = EmbeddingWorker(
+                self.store, self.embedder, self.clock, max_input_chars=settings.embedding.max_input_chars
+            )
+            if settings.embedding.background:
+                self.embedding.start()
         self.memory = LongTermMemory(
             self.store,
             self.clock,
-            LongTermConfig(
-                max_content_chars=m.max_content_chars,
-                default_category=m.default_category,
-                default_importance=m.default_importance,
-                default_tier=m.default_tier,
-                search_limit=m.search_limit,
-                browse_limit=m.browse_limit,
-                archive_retention_days=m.archive_retention_days,
-                protect_importance=m.pruning_protection_importance,
-                protect_reinforcement=m.pruning_protection_reinforcement_count,
-            ),
+            _longterm_config(settings),
+            recall=self.recall,
+            on_saved=self.embedding.notify if self.embedding else None,
         )
 
     @property
@@ -83,11 +98,31 @@ class Reverie:
     def vacuum(self) -> None:
         self.store.vacuum()
 
+    def embed_pending(self, limit: int | None = None) -> int:
+        """Embed every entry still waiting for its vector, now, in this thread (ingestion scripts, tests,
+        one-shot CLI commands). Returns how many were embedded; 0 without an embedder."""
+        return 0 if self.embedding is None else self.embedding.embed_pending(limit)
+
+    def embedding_status(self) -> dict[str, object]:
+        """The active model, vectors per model, and how many entries wait for a vector."""
+        counts = self.store.vectors.counts()
+        stats = self.store.stats()
+        model = self.embedder.model_id if self.embedder else None
+        total = stats.live + stats.archived
+        return {
+            "model": model,
+            "vectors": counts,
+            "pending": 0 if model is None else max(0, total - counts.get(model, 0)),
+            "last_error": self.embedding.last_error if self.embedding else None,
+        }
+
     def purge(self, *, agent_id: str | None = None) -> PurgeReport:
         return self.memory.purge(agent_id=agent_id)
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def close(self) -> None:
+        if self.embedding is not None:
+            self.embedding.stop()
         self.store.close()
 
     def __enter__(self) -> Reverie:
@@ -99,7 +134,9 @@ class Reverie:
         self.close()
 
 
-def open(target: str | Path | None = None, *, clock: Clock | None = None, **overrides: Any) -> Reverie:  # noqa: A001
+def open(  # noqa: A001
+    target: str | Path | None = None, *, clock: Clock | None = None, reindex: bool = False, **overrides: Any
+) -> Reverie:
     """Open a Reverie store.
 
     Args:
@@ -107,6 +144,8 @@ def open(target: str | Path | None = None, *, clock: Clock | None = None, **over
             a ``.db`` file, or a store URL (``sqlite:////abs/path.db``). None: ``REVERIE_HOME`` or
             ``~/.reverie``.
         clock: where time comes from (a ``FakeClock`` in tests); the system clock by default.
+        reindex: adopt the configured embedding model even though the store holds vectors of another one
+            (``reverie reindex`` then re-embeds); without it such a mismatch is a ``ModelMismatch``.
         **overrides: settings sections as dicts, e.g. ``memory={"max_content_chars": 5000}``.
 
     Raises:
@@ -121,4 +160,60 @@ def open(target: str | Path | None = None, *, clock: Clock | None = None, **over
         home = home_from_env(None) if is_url(target) else Path(target).expanduser().resolve().parent
         overrides["store"] = {**(overrides.get("store") or {}), "url": store_url(target)}
     home.mkdir(parents=True, exist_ok=True)
-    return Reverie(load_settings(home, overrides), clock=clock)
+    return Reverie(load_settings(home, overrides), clock=clock, reindex=reindex)
+
+
+ACTIVE_MODEL_KEY = "embedding_model"
+DEFAULT_MIN_SIMILARITY = 0.5  # seed 000's MinSimilarityThreshold, for models we have not calibrated
+
+
+def _open_store(settings: Settings, clock: Clock) -> Store:
+    s = settings.store
+    return open_store(
+        s.url or store_url(settings.home),
+        now=clock.now(),
+        options=StoreOptions(
+            busy_timeout_ms=s.busy_timeout_ms, lock_wait_seconds=s.lock_wait_seconds, synchronous=s.synchronous
+        ),
+    )
+
+
+def _embedder(settings: Settings) -> Embedder | None:
+    e = settings.embedding
+    return make_embedder(
+        e.provider,
+        endpoint=e.endpoint,
+        model=e.model,
+        api_key=e.api_key,
+        dim=e.dim,
+        timeout=e.timeout_seconds,
+        max_input_chars=e.max_input_chars,
+        threads=e.threads,
+    )
+
+
+def _check_model(store: Store, embedder: Embedder, *, adopt: bool) -> None:
+    """Refuse to mix embedding models: vectors of another model in the store need ``reverie reindex``."""
+    active = store.meta.get(ACTIVE_MODEL_KEY)
+    if active is not None and active != embedder.model_id and not adopt and store.vectors.counts().get(active):
+        raise ModelMismatch(
+            f"the store's vectors were made by {active!r} but the configured embedder is {embedder.model_id!r}; "
+            "run `reverie reindex` to re-embed everything with the new model, or configure the old one"
+        )
+    if active != embedder.model_id:
+        store.meta.set(ACTIVE_MODEL_KEY, embedder.model_id)
+
+
+def _longterm_config(settings: Settings) -> LongTermConfig:
+    m = settings.memory
+    return LongTermConfig(
+        max_content_chars=m.max_content_chars,
+        default_category=m.default_category,
+        default_importance=m.default_importance,
+        default_tier=m.default_tier,
+        search_limit=m.search_limit,
+        browse_limit=m.browse_limit,
+        archive_retention_days=m.archive_retention_days,
+        protect_importance=m.pruning_protection_importance,
+        protect_reinforcement=m.pruning_protection_reinforcement_count,
+    )

@@ -39,3 +39,12 @@ class StoreBusy(StorageError):
 
 class ConfigError(ReverieError):
     """Settings could not be read or are contradictory."""
+
+
+class EmbeddingError(ReverieError):
+    """The embedder failed or timed out. Saves never fail for it (the entry waits for its vector);
+    searches fall back to BM25 and say so."""
+
+
+class ModelMismatch(ConfigError):
+    """Vectors of one embedding model met another (stored vs configured, or two dimensions)."""

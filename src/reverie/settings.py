@@ -46,6 +46,27 @@ class MemorySettings(_Section):
     pruning_protection_reinforcement_count: int = Field(5, ge=1)
 
 
+class EmbeddingSettings(_Section):
+    provider: Literal["local", "openai", "hash", "none"] = Field(
+        "local", description="local: bundled MiniLM (offline); openai: any /embeddings endpoint; none: BM25 only"
+    )
+    endpoint: str | None = Field(None, description="openai provider: base URL, e.g. http://127.0.0.1:11434/v1")
+    model: str | None = Field(None, description="openai provider: model name")
+    api_key: str | None = Field(None, description="openai provider: API key (optional for local servers)")
+    dim: int | None = Field(None, ge=1, description="openai/hash provider: vector dimension")
+    max_input_chars: int = Field(30_000, ge=1, description="longer texts are truncated before embedding")
+    timeout_seconds: float = Field(30.0, gt=0)
+    background: bool = Field(True, description="embed in a background thread after each save")
+    threads: int | None = Field(None, ge=1, description="local provider: onnxruntime threads")
+
+
+class RecallSettings(_Section):
+    semantic_weight: float = Field(0.5, ge=0, le=1, description="weight of the vector signal in hybrid fusion")
+    candidates: int = Field(50, ge=1, le=10_000, description="candidates per signal before fusion")
+    min_similarity: float | None = Field(None, ge=0, le=1, description="vector floor; default: the model's own")
+    agent_min_similarity: dict[str, float] = Field(default_factory=dict, description="per-agent vector floors")
+
+
 class Settings(BaseSettings):
     """Every setting Reverie reads. Sections mirror the TOML file's tables."""
 
@@ -54,6 +75,8 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=lambda: Path(DEFAULT_HOME).expanduser())
     store: StoreSettings = Field(default_factory=StoreSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
 
 
 def home_from_env(explicit: str | Path | None = None) -> Path:

@@ -143,6 +143,19 @@ class SearchHit:
     matched_by: str
 
 
+class SearchResults(list[SearchHit]):
+    """Search hits, best first (a list), plus how they were found.
+
+    ``mode`` is ``bm25``, ``vector`` or ``hybrid`` as actually run; ``notes`` says when recall was degraded
+    (no embedder, the embedder failed, entries not embedded yet) so an agent can tell.
+    """
+
+    def __init__(self, hits: list[SearchHit] | None = None, *, mode: str = "bm25", notes: tuple[str, ...] = ()):
+        super().__init__(hits or [])
+        self.mode = mode
+        self.notes = notes
+
+
 @dataclass(frozen=True, slots=True)
 class CategoryCount:
     category: str

@@ -31,6 +31,13 @@ def run_json(home: Path, *args: str) -> Any:
     return json.loads(run(home, *args, "--json"))
 
 
+def search_json(home: Path, *args: str) -> Any:
+    """The hits of `reverie memory search --json` (which also reports the mode and notes)."""
+    result = run_json(home, "memory", "search", *args)
+    assert set(result) == {"mode", "notes", "hits"}
+    return result["hits"]
+
+
 def save(home: Path, content: str, *args: str) -> str:
     return run(home, "memory", "save", "-q", content, *args).strip()
 
@@ -38,7 +45,7 @@ def save(home: Path, content: str, *args: str) -> str:
 def test_save_search_get_roundtrip(home: Path) -> None:
     entry_id = save(home, "Maya keeps Europe/Lisbon hours 🕰️", "-c", "user-preferences/timezone", "-t", "tz")
     assert len(entry_id) == 12
-    hits = run_json(home, "memory", "search", "Lisbon hours")
+    hits = search_json(home, "Lisbon hours")
     assert [h["entry"]["id"] for h in hits] == [entry_id]
     entry = run_json(home, "memory", "get", entry_id)
     assert entry["content"] == "Maya keeps Europe/Lisbon hours 🕰️"
@@ -72,11 +79,11 @@ def test_delete_archives_and_restore_brings_back(home: Path) -> None:
     entry_id = save(home, "Lantern uses PostgreSQL")
     out = run(home, "memory", "delete", entry_id)
     assert "archived" in out and "restorable" in out
-    assert run_json(home, "memory", "search", "Lantern") == []
+    assert search_json(home, "Lantern") == []
     assert run_json(home, "memory", "get", entry_id)["archived"] is True
-    assert [h["entry"]["id"] for h in run_json(home, "memory", "search", "Lantern", "--archived")] == [entry_id]
+    assert [h["entry"]["id"] for h in search_json(home, "Lantern", "--archived")] == [entry_id]
     run(home, "memory", "restore", entry_id)
-    assert [h["entry"]["id"] for h in run_json(home, "memory", "search", "Lantern")] == [entry_id]
+    assert [h["entry"]["id"] for h in search_json(home, "Lantern")] == [entry_id]
 
 
 def test_edit_history_and_restore_version(home: Path) -> None:
@@ -101,11 +108,11 @@ def test_importance(home: Path) -> None:
 
 def test_scope_options_isolate_agents(home: Path) -> None:
     save(home, "belongs to alpha", "--agent", "alpha")
-    assert run_json(home, "memory", "search", "alpha", "--agent", "beta") == []
-    assert len(run_json(home, "memory", "search", "alpha", "--agent", "alpha")) == 1
+    assert search_json(home, "alpha", "--agent", "beta") == []
+    assert len(search_json(home, "alpha", "--agent", "alpha")) == 1
     save(home, "for user u1 only", "--user", "u1")
-    assert run_json(home, "memory", "search", "only", "--user", "u2") == []
-    assert len(run_json(home, "memory", "search", "only", "--user", "u1")) == 1
+    assert search_json(home, "only", "--user", "u2") == []
+    assert len(search_json(home, "only", "--user", "u1")) == 1
 
 
 @pytest.mark.parametrize(
@@ -135,7 +142,7 @@ def test_fts_syntax_in_queries_never_errors(home: Path) -> None:
     save(home, 'He said "NEAR(this)" and -that: *star*')
     for query in ['"', "*", "NEAR(", "-that", "a:b", "(((", "AND OR NOT", '"NEAR(this)"']:
         # "--" ends the options, as in any CLI, so a query may start with "-".
-        assert isinstance(json.loads(run(home, "memory", "search", "--json", "--", query)), list)
+        assert isinstance(json.loads(run(home, "memory", "search", "--json", "--", query))["hits"], list)
 
 
 def test_status_counts(home: Path) -> None:
@@ -165,7 +172,7 @@ def test_doctor_finds_and_repairs_a_broken_fts_index(home: Path) -> None:
     assert json.loads(result.stdout)["checks"]["fts"] != "ok"
     repaired = run_json(home, "doctor", "--repair")
     assert repaired["ok"] is True and repaired["repaired"]
-    assert [h["entry"]["id"] for h in run_json(home, "memory", "search", "lighthouse")] == [entry_id]
+    assert [h["entry"]["id"] for h in search_json(home, "lighthouse")] == [entry_id]
 
 
 def test_backup_and_restore_backup(home: Path, tmp_path: Path) -> None:

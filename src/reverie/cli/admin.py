@@ -6,19 +6,48 @@ from pathlib import Path
 
 import typer
 from rich.markup import escape
+from rich.progress import Progress
 
+import reverie
 from reverie.cli import render
-from reverie.cli.common import JsonOption, emit, emit_json, engine
+from reverie.cli.common import JsonOption, console, emit, emit_json, engine, fail, state
+from reverie.errors import ReverieError
+from reverie.jsonable import to_jsonable
+from reverie.settings import home_from_env
 
 
 def status(ctx: typer.Context, as_json: bool = JsonOption) -> None:
-    """Where the store is, how big, and its entries per tier and category."""
+    """Where the store is, how big, its entries per tier and category, and its embeddings."""
     with engine(ctx) as rv:
         result = rv.stats()
+        embedding = rv.embedding_status()
         if as_json:
-            emit_json(result)
+            emit_json({**to_jsonable(result), "embedding": embedding})
         else:
             render.stats(result)
+            render.embedding(embedding)
+
+
+def reindex(ctx: typer.Context, as_json: bool = JsonOption) -> None:
+    """Re-embed every entry with the configured embedding model (after a model change). Resumable: an
+    interrupted reindex picks up where it stopped."""
+    try:
+        rv = reverie.open(home_from_env(state(ctx).home), reindex=True, embedding={"background": False})
+    except ReverieError as exc:
+        fail(exc)
+    try:
+        pending = int(str(rv.embedding_status()["pending"]))
+        with Progress(console=console, transient=as_json, disable=as_json) as bar:
+            task = bar.add_task(f"embedding with {rv.embedder.model_id if rv.embedder else 'none'}", total=pending)
+            done = 0
+            while step := rv.embed_pending(limit=256):
+                done += step
+                bar.update(task, completed=done)
+        emit({"embedded": done, **rv.embedding_status()}, as_json, f"re-embedded {done} entries")
+    except ReverieError as exc:
+        fail(exc)
+    finally:
+        rv.close()
 
 
 def doctor(

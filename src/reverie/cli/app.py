@@ -22,6 +22,7 @@ app.command()(admin.doctor)
 app.command()(admin.backup)
 app.command("restore-backup")(admin.restore_backup)
 app.command()(admin.vacuum)
+app.command()(admin.reindex)
 app.command()(demo.demo)
 
 

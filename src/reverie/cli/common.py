@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 import reverie
-from reverie.errors import NotFound, ReverieError, ValidationError
+from reverie.errors import EmbeddingError, NotFound, ReverieError, ValidationError
 from reverie.jsonable import to_jsonable
 from reverie.settings import home_from_env
 from reverie.types import Scope
@@ -52,15 +52,25 @@ def fail(exc: ReverieError | str) -> NoReturn:
 def engine(ctx: typer.Context) -> Iterator[reverie.Reverie]:
     """Open the engine for the chosen home; turn Reverie's errors into a message and an exit code."""
     try:
-        rv = reverie.open(home_from_env(state(ctx).home))
+        # A one-shot command has no time for a background thread: it embeds what is pending before it
+        # exits instead, so vectors keep up with saves made from the shell.
+        rv = reverie.open(home_from_env(state(ctx).home), embedding={"background": False})
     except ReverieError as exc:
         fail(exc)
     try:
         yield rv
+        _embed_before_exit(rv)
     except ReverieError as exc:
         fail(exc)
     finally:
         rv.close()
+
+
+def _embed_before_exit(rv: reverie.Reverie) -> None:
+    try:
+        rv.embed_pending()
+    except EmbeddingError as exc:
+        err_console.print(f"[yellow]warning:[/] entries wait for their embedding: {exc}")
 
 
 def scope_of(agent: str, user: str | None, session: str | None) -> Scope:

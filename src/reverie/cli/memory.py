@@ -68,20 +68,31 @@ def search(
     category: str | None = typer.Option(None, "--category", "-c", help="Only this category and below."),
     limit: int | None = typer.Option(None, "--limit", "-n", help="How many results (default 10)."),
     archived: bool = typer.Option(False, "--archived", help="Include archived entries."),
+    mode: str = typer.Option("auto", "--mode", "-m", help="auto, hybrid, bm25 or vector."),
+    min_similarity: float | None = typer.Option(None, "--min-similarity", help="Vector floor for this search."),
     agent: str = AgentOption,
     user: str | None = UserOption,
     session: str | None = SessionOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Search long-term memory (BM25 over content, tags and category)."""
+    """Search long-term memory: BM25 and embeddings fused (hybrid), or one of them."""
     with engine(ctx) as rv:
+        rv.embed_pending()  # entries saved by earlier commands get their vectors before we search
         results = rv.memory.search(
-            query, category=category, limit=limit, include_archived=archived, scope=scope_of(agent, user, session)
+            query,
+            category=category,
+            limit=limit,
+            include_archived=archived,
+            mode=mode,
+            min_similarity=min_similarity,
+            scope=scope_of(agent, user, session),
         )
         if as_json:
-            emit_json(results)
+            emit_json({"mode": results.mode, "notes": list(results.notes), "hits": list(results)})
         else:
             render.hits(results, rv.clock.now(), query)
+            for note in results.notes:
+                console.print(f"[yellow]note:[/] {escape(note)}")
 
 
 @app.command("list")

@@ -134,3 +134,15 @@ def health(report: HealthReport) -> None:
     for line in report.repaired:
         console.print(f"[yellow]repaired[/]  {escape(line)}")
     console.print("[bold green]healthy[/]" if report.ok else "[bold red]not healthy[/] — try `reverie doctor --repair`")
+
+
+def embedding(status: dict[str, object]) -> None:
+    model = status.get("model") or "none (BM25 only)"
+    vectors = status.get("vectors") or {}
+    counts = ", ".join(f"{k} {v}" for k, v in vectors.items()) if isinstance(vectors, dict) else ""
+    console.print(
+        f"[bold]embedding[/]  {escape(str(model))}; vectors: {escape(counts or 'none')}; "
+        f"pending: {status.get('pending')}"
+    )
+    if status.get("last_error"):
+        console.print(f"[yellow]last embedding error:[/] {escape(str(status['last_error']))}")

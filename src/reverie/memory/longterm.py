@@ -12,14 +12,16 @@ Invariants:
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from reverie.clock import Clock
-from reverie.core import text, validate
+from reverie.core import validate
 from reverie.core.provenance import normalize_source
 from reverie.errors import Conflict, NotFound, ValidationError
+from reverie.recall.hybrid import MODES, HybridSearch
 from reverie.storage.base import FactFilter, PurgeRule, Store
 from reverie.types import (
     Browse,
@@ -30,10 +32,12 @@ from reverie.types import (
     SaveResult,
     Scope,
     SearchHit,
+    SearchResults,
     Tier,
 )
 
 ID_LENGTH = 12
+_SAVE_FIELDS = frozenset({"content", "category", "tags", "source", "importance", "tier", "metadata", "pinned", "scope"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +63,20 @@ def new_id() -> str:
 class LongTermMemory:
     """Durable, cross-session facts for one store. Every method takes the caller's ``scope``."""
 
-    def __init__(self, store: Store, clock: Clock, config: LongTermConfig | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        config: LongTermConfig | None = None,
+        *,
+        recall: HybridSearch | None = None,
+        on_saved: Callable[[], None] | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
         self.config = config or LongTermConfig()
+        self._recall = recall or HybridSearch(store, None)
+        self._on_saved = on_saved or (lambda: None)
 
     # -- writing -------------------------------------------------------------------------------------
     def save(
@@ -79,9 +93,65 @@ class LongTermMemory:
         scope: Scope | None = None,
     ) -> SaveResult:
         """Save a new fact. ``source`` is provenance: ``user``, ``tool:<name>`` or ``inferred``; any other
-        value is dropped and the result's ``notes`` say so."""
+        value is dropped and the result's ``notes`` say so. The text is durable when this returns; its
+        embedding is computed in the background (BM25 finds the entry meanwhile)."""
+        now = self._clock.now()
+        entry, notes = self._build(
+            content, category, tags, source, importance, tier, metadata, pinned, validate.scope(scope), now
+        )
+        entry = self._add(entry, now)
+        self._on_saved()
+        return SaveResult(outcome="created", entry=entry, notes=notes)
+
+    def save_many(self, items: Iterable[Mapping[str, Any]], *, scope: Scope | None = None) -> list[SaveResult]:
+        """Save many facts in one transaction (ingestion). Each item holds ``save``'s keyword arguments
+        (``content`` required; an item's own ``scope`` wins over ``scope``). All are validated first: one bad
+        item saves nothing."""
+        default_scope = validate.scope(scope)
+        now = self._clock.now()
+        built: list[tuple[MemoryEntry, tuple[str, ...]]] = []
+        for position, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise ValidationError(f"item {position} is not a mapping of save arguments", field="items")
+            unknown = set(item) - _SAVE_FIELDS
+            if unknown:
+                raise ValidationError(f"item {position} has unknown fields {sorted(unknown)}", field="items")
+            try:
+                built.append(
+                    self._build(
+                        item.get("content"),
+                        item.get("category"),
+                        item.get("tags"),
+                        item.get("source"),
+                        item.get("importance"),
+                        item.get("tier"),
+                        item.get("metadata"),
+                        item.get("pinned", False),
+                        validate.scope(item.get("scope", default_scope)),
+                        now,
+                    )
+                )
+            except ValidationError as exc:
+                raise ValidationError(f"item {position}: {exc}", field=exc.field) from None
+        with self._store.transaction():
+            saved = [(self._add(entry, now), notes) for entry, notes in built]
+        self._on_saved()
+        return [SaveResult(outcome="created", entry=entry, notes=notes) for entry, notes in saved]
+
+    def _build(
+        self,
+        content: object,
+        category: object,
+        tags: object,
+        source: object,
+        importance: object,
+        tier: object,
+        metadata: object,
+        pinned: object,
+        scope: Scope,
+        now: datetime,
+    ) -> tuple[MemoryEntry, tuple[str, ...]]:
         cfg = self.config
-        clean_scope = validate.scope(scope)
         clean_meta = validate.metadata(metadata)
         # An explicit source wins over metadata["source"]; either way it goes through the same check.
         raw_source = _optional_str(source if source is not None else clean_meta.pop("source", None), "source")
@@ -89,14 +159,13 @@ class LongTermMemory:
         canonical, note = normalize_source(raw_source)
         if canonical is not None:
             clean_meta["source"] = canonical
-        now = self._clock.now()
         entry = MemoryEntry(
             id=new_id(),
             content=validate.content(content, max_chars=cfg.max_content_chars),
             category=validate.category(category, default=cfg.default_category),
             tags=validate.tags(tags),
             tier=validate.tier(tier, default=cfg.default_tier),
-            scope=clean_scope,
+            scope=scope,
             created_at=now,
             last_seen_at=now,
             importance=validate.unit_interval(
@@ -105,15 +174,16 @@ class LongTermMemory:
             pinned=_flag(pinned, "pinned"),
             metadata=clean_meta,
         )
+        return entry, ((note,) if note else ())
+
+    def _add(self, entry: MemoryEntry, now: datetime) -> MemoryEntry:
         for _ in range(5):  # 48 random bits: a collision is rare, and then we draw again
             try:
                 self._store.facts.add(entry, at=now)
-                break
+                return entry
             except Conflict:
                 entry = replace(entry, id=new_id())
-        else:
-            raise Conflict("could not draw an unused id in 5 attempts")
-        return SaveResult(outcome="created", entry=entry, notes=(note,) if note else ())
+        raise Conflict("could not draw an unused id in 5 attempts")
 
     def edit(
         self,
@@ -219,22 +289,31 @@ class LongTermMemory:
         category: str | None = None,
         limit: int | None = None,
         include_archived: bool = False,
+        mode: str = "auto",
+        min_similarity: float | None = None,
         scope: Scope | None = None,
-    ) -> list[SearchHit]:
-        """BM25 over content + tags + category words, best first; substring matches fill up the rest."""
+    ) -> SearchResults:
+        """Recall, best first. ``mode``: ``auto`` (hybrid when an embedder is configured, else BM25),
+        ``bm25``, ``vector`` or ``hybrid``. ``min_similarity`` overrides the vector floor for this call.
+        An empty query browses (most recently reinforced first). Substring matches fill up the rest when
+        the indexes find fewer than ``limit``, so the index only ever adds matches."""
         query = validate.query(query)
         count = validate.limit(self.config.search_limit if limit is None else limit)
+        if mode not in MODES:
+            raise ValidationError(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
+        floor = None if min_similarity is None else validate.unit_interval(min_similarity, name="min_similarity")
         flt = self._filter(scope, category, include_archived)
-        hits: list[SearchHit] = []
-        match = text.fts_match(text.query_terms(query))
-        if match is not None:
-            hits = [SearchHit(e, score, "bm25") for e, score in self._store.facts.search(match, flt, count)]
+        if not query.strip():
+            return SearchResults(
+                [SearchHit(e, 0.0, "recent") for e in self._store.facts.recent(flt, count)], mode="browse"
+            )
+        results = self._recall.search(query, flt, count, mode=mode, min_similarity=floor)
         needle = query.strip()
-        if len(hits) < count and needle:
-            seen = frozenset(h.entry.id for h in hits)
-            extra = self._store.facts.search_substring(needle, flt, count - len(hits), seen)
-            hits.extend(SearchHit(e, 0.0, "substring") for e in extra)
-        return hits
+        if len(results) < count and mode != "vector":
+            seen = frozenset(h.entry.id for h in results)
+            extra = self._store.facts.search_substring(needle, flt, count - len(results), seen)
+            results.extend(SearchHit(e, 0.0, "substring") for e in extra)
+        return results
 
     def browse(self, *, category: str | None = None, limit: int | None = None, scope: Scope | None = None) -> Browse:
         """The query-less look: most recently reinforced first, then the scope's full taxonomy."""

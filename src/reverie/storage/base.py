@@ -67,6 +67,12 @@ class FactRepository(Protocol):
         """The entry, archived or not, when ``scope`` can see it."""
         ...
 
+    def get_many(self, entry_ids: list[str], flt: FactFilter) -> list[MemoryEntry]:
+        """The entries among ``entry_ids`` that ``flt`` lets through (scope, archived, expiry, category),
+        in no particular order. Unknown ids are skipped: this is how untrusted candidate ids (from a vector
+        index or an external backend) are hydrated."""
+        ...
+
     def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
         """BM25 full-text search. ``match`` is an FTS expression built by ``core.text.fts_match``.
         Scores are positive, larger is better."""
@@ -104,6 +110,56 @@ class VersionRepository(Protocol):
     def get(self, entry_id: str, version: int, scope: Scope) -> EntryVersion | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class VectorSnapshot:
+    """What an in-memory index needs: the vectors of one agent and model as of ``watermark``.
+
+    ``vectors`` holds ``(fact_id, vector)`` where ``vector`` is float32 bytes, or None when the fact has no
+    vector of that model any more (dropped: the text changed, the entry was purged, a re-embed is due).
+    """
+
+    watermark: int
+    vectors: list[tuple[str, bytes | None]]
+
+
+class VectorRepository(Protocol):
+    """Embeddings of long-term entries, one per entry, tagged with the model that made it.
+
+    A vector always matches its entry's current text: a rewrite drops it, and ``put_many`` writes only
+    when the text it was computed from is still current. Every write and drop is logged, so indexes held
+    in memory by any process can catch up with ``changes``.
+    """
+
+    def put_many(self, rows: list[tuple[str, str, bytes]], *, model: str, dim: int, at: datetime) -> int:
+        """Store ``(fact_id, embedded_text, vector)`` rows; a row whose entry's content is no longer
+        ``embedded_text`` (or which is gone) is skipped. Returns how many were written."""
+        ...
+
+    def pending(self, model: str, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` ``(fact_id, content)`` of entries with no vector of ``model``, oldest first."""
+        ...
+
+    def snapshot(self, agent_id: str, model: str) -> VectorSnapshot:
+        """Every vector of ``model`` for one agent, and the log position it reflects."""
+        ...
+
+    def changes(self, agent_id: str, model: str, after: int) -> VectorSnapshot:
+        """The current vector (or None) of every fact whose vector changed after log position ``after``."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """How many vectors each model has."""
+        ...
+
+
+class MetaRepository(Protocol):
+    """Small store-wide facts (the active embedding model)."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def set(self, key: str, value: str) -> None: ...
+
+
 class Store(Protocol):
     """One backend: its repositories, transactions and maintenance."""
 
@@ -115,6 +171,12 @@ class Store(Protocol):
 
     @property
     def versions(self) -> VersionRepository: ...
+
+    @property
+    def vectors(self) -> VectorRepository: ...
+
+    @property
+    def meta(self) -> MetaRepository: ...
 
     def transaction(self) -> AbstractContextManager[None]:
         """Group writes into one atomic unit (replacement before retirement). Repositories used inside

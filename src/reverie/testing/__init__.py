@@ -1,6 +1,7 @@
-"""Doubles Reverie ships for its users' tests and its own: the fake clock (the hash embedder and the
-scripted OpenAI-compatible server join it as their issues land)."""
+"""Doubles Reverie ships for its users' tests and its own: the fake clock and the scripted
+OpenAI-compatible server (the hash embedder joins them as its issue lands)."""
 
 from reverie.clock import FakeClock
+from reverie.testing.openai_server import ScriptedOpenAIServer
 
-__all__ = ["FakeClock"]
+__all__ = ["FakeClock", "ScriptedOpenAIServer"]

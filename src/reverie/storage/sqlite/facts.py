@@ -157,6 +157,17 @@ class SqliteFacts:
         )
         return None if row is None else _row_to_entry(row)
 
+    def get_many(self, entry_ids: list[str], flt: FactFilter) -> list[MemoryEntry]:
+        where, params = _visible(flt)
+        out: list[MemoryEntry] = []
+        for start in range(0, len(entry_ids), 500):  # stay under SQLite's bound-parameter limit
+            chunk = entry_ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            sql = f"SELECT {_COLUMNS} FROM {_FROM} WHERE f.id IN ({marks}) AND {where}"
+            rows = self._db.read(lambda c, q=sql, p=[*chunk, *params]: c.execute(q, p).fetchall())  # type: ignore[misc]
+            out.extend(_row_to_entry(r) for r in rows)
+        return out
+
     def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
         where, params = _visible(flt)
         sql = (

@@ -89,8 +89,50 @@ CREATE TABLE fact_vectors (
 ) WITHOUT ROWID;
 """
 
+_VECTORS = """
+-- 0001 reserved an (always empty) vector table; the recall layer also needs the agent id and a change log.
+DROP TABLE fact_vectors;
+CREATE TABLE fact_vectors (
+    fact_id     TEXT PRIMARY KEY,
+    agent_id    TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    dim         INTEGER NOT NULL,
+    vector      BLOB NOT NULL,
+    embedded_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX fact_vectors_agent_model ON fact_vectors (agent_id, model);
+-- Every vector written or dropped leaves a row here; in-memory indexes (in any process) replay the rows
+-- after their watermark. AUTOINCREMENT: a seq is never reused, so "after N" is exact.
+CREATE TABLE vector_log (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id TEXT NOT NULL,
+    model    TEXT NOT NULL,
+    fact_id  TEXT NOT NULL
+);
+CREATE INDEX vector_log_agent_model ON vector_log (agent_id, model, seq);
+CREATE TRIGGER fact_vectors_logged_insert AFTER INSERT ON fact_vectors BEGIN
+    INSERT INTO vector_log (agent_id, model, fact_id) VALUES (new.agent_id, new.model, new.fact_id);
+END;
+CREATE TRIGGER fact_vectors_logged_delete AFTER DELETE ON fact_vectors BEGIN
+    INSERT INTO vector_log (agent_id, model, fact_id) VALUES (old.agent_id, old.model, old.fact_id);
+END;
+-- A vector always matches the current text: a rewrite drops it and the embedding worker makes a new one.
+CREATE TRIGGER fact_vectors_stale AFTER UPDATE OF content ON facts
+WHEN old.content IS NOT new.content BEGIN
+    DELETE FROM fact_vectors WHERE fact_id = new.id;
+END;
+CREATE TRIGGER fact_vectors_purged AFTER DELETE ON facts BEGIN
+    DELETE FROM fact_vectors WHERE fact_id = old.id;
+END;
+CREATE TABLE store_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
+    ("0002_vectors", _VECTORS),
 ]
 
 

@@ -13,6 +13,7 @@ from reverie.storage.base import StoreOptions
 from reverie.storage.sqlite import migrations
 from reverie.storage.sqlite.database import Database
 from reverie.storage.sqlite.facts import SqliteFacts, SqliteVersions
+from reverie.storage.sqlite.vectors import SqliteMeta, SqliteVectors
 from reverie.types import HealthReport, StoreStats
 
 
@@ -31,6 +32,8 @@ class SqliteStore:
         )
         self._facts = SqliteFacts(self._db)
         self._versions = SqliteVersions(self._db)
+        self._vectors = SqliteVectors(self._db)
+        self._meta = SqliteMeta(self._db)
         try:
             migrations.apply(self._db, now)
         except BaseException:
@@ -49,6 +52,14 @@ class SqliteStore:
     @property
     def versions(self) -> SqliteVersions:
         return self._versions
+
+    @property
+    def vectors(self) -> SqliteVectors:
+        return self._vectors
+
+    @property
+    def meta(self) -> SqliteMeta:
+        return self._meta
 
     def transaction(self) -> AbstractContextManager[None]:
         return self._db.transaction()

@@ -1,0 +1,57 @@
+"""Hybrid ranking arithmetic (seed 000's HybridRanker, LibreFang's min_similarity). Pure.
+
+- Each signal is min-max normalised to [0, 1] over its own candidate list; a list whose scores are all
+  equal normalises to 1.0 (every candidate is as good as the best).
+- Vector candidates whose raw cosine is below the floor are dropped *before* normalisation, so a sparse
+  store can answer nothing rather than noise.
+- The fused score of an id is the weighted mean of its normalised scores over the union of both lists;
+  a signal that did not return the id contributes 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def minmax(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scores mapped onto [0, 1]: the best becomes 1, the worst 0; all-equal scores become 1."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high - low <= 1e-12:
+        return dict.fromkeys(scores, 1.0)
+    span = high - low
+    return {key: (value - low) / span for key, value in scores.items()}
+
+
+def above_floor(similarities: Mapping[str, float], floor: float | None) -> dict[str, float]:
+    """Vector candidates at or above ``floor`` (None: no floor)."""
+    if floor is None:
+        return dict(similarities)
+    return {key: value for key, value in similarities.items() if value >= floor}
+
+
+def fuse(
+    lexical: Mapping[str, float], semantic: Mapping[str, float], *, semantic_weight: float = 0.5
+) -> dict[str, float]:
+    """Weighted mean of min-max-normalised lexical and semantic scores over the union of candidates."""
+    if not 0.0 <= semantic_weight <= 1.0:
+        raise ValueError("semantic_weight must be between 0 and 1")
+    lex, sem = minmax(lexical), minmax(semantic)
+    return {
+        key: (1.0 - semantic_weight) * lex.get(key, 0.0) + semantic_weight * sem.get(key, 0.0)
+        for key in lex.keys() | sem.keys()
+    }
+
+
+def resolve_floor(*candidates: float | None) -> float | None:
+    """The first floor that is set, in priority order (per call, per agent, per deployment, per model)."""
+    for value in candidates:
+        if value is not None:
+            return value
+    return None
+
+
+def ranked(scores: Mapping[str, float], limit: int) -> list[tuple[str, float]]:
+    """Best first; ties broken by id so the order is deterministic."""
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]

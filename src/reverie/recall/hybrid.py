@@ -1,0 +1,142 @@
+"""Hybrid recall (seed 000): BM25 candidates and vector candidates, each min-max normalised, fused.
+
+The component is generic over what it ranks: long-term memory uses it now; working memory and skills
+reuse it with their own candidate sources. The arithmetic lives in ``core.fusion``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from reverie.core import fusion, text
+from reverie.embed.base import Embedder, Vectors
+from reverie.errors import EmbeddingError
+from reverie.recall.index import VectorIndex
+from reverie.storage.base import FactFilter, Store
+from reverie.types import MemoryEntry, SearchHit, SearchResults
+
+log = logging.getLogger("reverie.recall")
+MODES = ("auto", "bm25", "vector", "hybrid")
+
+
+@dataclass(frozen=True, slots=True)
+class RecallConfig:
+    """Knobs of hybrid recall; the engine fills them from Settings."""
+
+    semantic_weight: float = 0.5
+    candidates: int = 50  # per signal, before fusion
+    min_similarity: float | None = None  # deployment default; None: the model's calibrated floor
+    agent_min_similarity: tuple[tuple[str, float], ...] = ()
+    model_min_similarity: float | None = None  # the embedder's calibrated default
+    query_cache_size: int = 512
+
+
+class QueryEmbeddings:
+    """A small LRU of query vectors: agents repeat queries, and embedding is the slow part of a search."""
+
+    def __init__(self, embedder: Embedder, size: int) -> None:
+        self._embedder = embedder
+        self._size = size
+        self._cache: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, query: str) -> Vectors:
+        with self._lock:
+            hit = self._cache.get(query)
+            if hit is not None:
+                self._cache.move_to_end(query)
+                return hit
+        vector: Vectors = self._embedder.embed([query])[0]
+        with self._lock:
+            self._cache[query] = vector
+            while len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        return vector
+
+
+class HybridSearch:
+    """Searches long-term entries by BM25, by vector, or both fused."""
+
+    def __init__(self, store: Store, embedder: Embedder | None, config: RecallConfig | None = None) -> None:
+        self._store = store
+        self.config = config or RecallConfig()
+        self.embedder = embedder
+        self.index = VectorIndex(store, embedder.model_id, embedder.dim) if embedder else None
+        self._queries = QueryEmbeddings(embedder, self.config.query_cache_size) if embedder else None
+        self._agent_floor = dict(self.config.agent_min_similarity)
+
+    def floor(self, agent_id: str, per_call: float | None) -> float | None:
+        """min_similarity: per call, then per agent, then per deployment, then the model's default."""
+        cfg = self.config
+        return fusion.resolve_floor(
+            per_call, self._agent_floor.get(agent_id), cfg.min_similarity, cfg.model_min_similarity
+        )
+
+    def search(
+        self, query: str, flt: FactFilter, limit: int, *, mode: str = "auto", min_similarity: float | None = None
+    ) -> SearchResults:
+        notes: list[str] = []
+        wanted = "hybrid" if mode == "auto" else mode
+        lexical: dict[str, float] = {}
+        entries: dict[str, MemoryEntry] = {}
+        if wanted in ("bm25", "hybrid"):
+            match = text.fts_match(text.query_terms(query))
+            if match is not None:
+                for entry, score in self._store.facts.search(match, flt, self.config.candidates):
+                    lexical[entry.id] = score
+                    entries[entry.id] = entry
+        semantic: dict[str, float] = {}
+        if wanted in ("vector", "hybrid"):
+            found = self._semantic(query, flt, entries, notes, min_similarity)
+            if found is not None:
+                semantic = found
+            elif wanted == "hybrid":
+                wanted = "bm25"  # degrade, and the notes say why
+        if wanted == "hybrid":
+            scores = fusion.fuse(lexical, semantic, semantic_weight=self.config.semantic_weight)
+        else:
+            scores = fusion.minmax(lexical if wanted == "bm25" else semantic)
+        hits = [
+            SearchHit(entries[i], score, _matched_by(i, lexical, semantic)) for i, score in fusion.ranked(scores, limit)
+        ]
+        return SearchResults(hits, mode=wanted, notes=tuple(notes))
+
+    def _semantic(
+        self,
+        query: str,
+        flt: FactFilter,
+        entries: dict[str, MemoryEntry],
+        notes: list[str],
+        per_call_floor: float | None,
+    ) -> dict[str, float] | None:
+        """Vector candidates that pass the floor and the caller's filter, or None when none can be had."""
+        if self.index is None or self._queries is None:
+            notes.append("no embedder is configured: BM25 only")
+            return None
+        if not query.strip():
+            return {}
+        try:
+            vector = self._queries.get(query)
+        except EmbeddingError as exc:
+            log.warning("query embedding failed, falling back to BM25: %s", exc)
+            notes.append(f"the embedder failed ({exc}); these results are BM25 only")
+            return None
+        # Over-fetch: candidates of other users/sessions, archived or expired ones are filtered out below.
+        found = self.index.search(flt.scope.agent_id, np.asarray(vector), self.config.candidates * 4)
+        kept = fusion.above_floor(dict(found), self.floor(flt.scope.agent_id, per_call_floor))
+        missing = [i for i in kept if i not in entries]
+        for entry in self._store.facts.get_many(missing, flt):
+            entries[entry.id] = entry
+        visible = {i: s for i, s in kept.items() if i in entries}
+        return dict(fusion.ranked(visible, self.config.candidates))
+
+
+def _matched_by(entry_id: str, lexical: dict[str, float], semantic: dict[str, float]) -> str:
+    if entry_id in lexical and entry_id in semantic:
+        return "bm25+vector"
+    return "bm25" if entry_id in lexical else "vector"

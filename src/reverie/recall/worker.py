@@ -1,0 +1,113 @@
+"""Embedding never blocks a save (seed 000): saves only write text; this worker embeds afterwards.
+
+Invariants:
+- An entry without a vector of the active model is *pending*; pending is derived from the store, not kept
+  in memory, so a crash or a restart loses nothing: the next run embeds what is still pending.
+- A failing embedder never fails a save: the worker logs, backs off and retries; entries stay pending and
+  BM25 finds them meanwhile.
+- One embedding run at a time per process (a lock); two processes embedding the same entry is harmless.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+
+from reverie.clock import Clock
+from reverie.embed.base import Embedder
+from reverie.errors import EmbeddingError, ReverieError
+from reverie.storage.base import Store
+
+log = logging.getLogger("reverie.embedding")
+
+
+class EmbeddingWorker:
+    """Embeds pending entries, in the background (``start``) or on demand (``embed_pending``)."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        clock: Clock,
+        *,
+        batch_size: int = 64,
+        max_input_chars: int = 30_000,
+        poll_seconds: float = 30.0,
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._clock = clock
+        self._batch_size = batch_size
+        self._max_chars = max_input_chars
+        self._poll = poll_seconds
+        self._run_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.last_error: str | None = None
+
+    def embed_pending(self, limit: int | None = None) -> int:
+        """Embed pending entries now, in this thread, until none are left (or ``limit``). Returns how
+        many vectors were written. Raises ``EmbeddingError`` when the embedder fails."""
+        done = 0
+        with self._run_lock:
+            while (limit is None or done < limit) and not self._stop.is_set():
+                want = self._batch_size if limit is None else min(self._batch_size, limit - done)
+                batch = self._store.vectors.pending(self._embedder.model_id, want)
+                if not batch:
+                    break
+                vectors = self._embedder.embed([text[: self._max_chars] for _, text in batch])
+                rows = [(fid, text, vectors[i].tobytes()) for i, (fid, text) in enumerate(batch)]
+                written = self._store.vectors.put_many(
+                    rows, model=self._embedder.model_id, dim=self._embedder.dim, at=self._clock.now()
+                )
+                done += len(batch)
+                if written < len(batch) and written == 0:
+                    continue  # every text changed under us; the next round sees the new texts
+        return done
+
+    # -- background -------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="reverie-embedding", daemon=True)
+            self._thread.start()
+            # A daemon thread still inside onnxruntime when the interpreter tears down aborts the process:
+            # stop (between batches) before that, even if the engine was never closed.
+            atexit.register(self.stop)
+
+    def notify(self) -> None:
+        """New entries were saved: wake the worker."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the background thread after its current batch."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._stop.set()
+        self._wake.set()
+        thread.join(timeout)
+        if not thread.is_alive():
+            self._thread = None
+            self._stop.clear()
+            atexit.unregister(self.stop)
+
+    def _loop(self) -> None:
+        backoff = 1.0
+        while not self._stop.is_set():
+            try:
+                self.embed_pending()
+                self.last_error = None
+                backoff = 1.0
+                self._wake.wait(self._poll)
+            except (EmbeddingError, ReverieError) as exc:
+                # Trigger: the embedder (or the store) failed. Outcome: entries stay pending; retry later.
+                self.last_error = str(exc)
+                log.warning("embedding failed, retrying in %.0f s: %s", backoff, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 60.0)
+            self._wake.clear()
+            time.sleep(0)  # let a saving thread run between batches

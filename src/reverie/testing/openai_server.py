@@ -1,0 +1,247 @@
+"""A real OpenAI-compatible HTTP server on loopback, for tests: embeddings and scripted chat answers.
+
+    with ScriptedOpenAIServer(dim=64) as server:
+        server.script_chat(["first answer", "second answer"])
+        embedder = OpenAIEmbedder(server.url, "test-model")   # server.url == "http://127.0.0.1:<port>/v1"
+
+``POST /v1/embeddings`` answers deterministic vectors from ``HashEmbedder(dim)`` (times ``scale``);
+``POST /v1/chat/completions`` answers the scripted contents in order, then HTTP 500 once the script is
+empty. Every request is recorded in ``server.requests``. ``fail_next``, ``delay_next`` and
+``malform_next`` inject one failure each into the next request(s). Token counts in ``usage`` are
+whitespace-separated words, not real tokens. Standard library only; serves HTTP/1.0 (one request per
+connection) so shutdown never waits on an idle keep-alive connection.
+"""
+
+from __future__ import annotations
+
+import json
+import socketserver
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal, NamedTuple, cast
+
+from reverie.embed.hashing import HashEmbedder
+
+MalformKind = Literal["count", "dim", "json"]
+_MALFORM_KINDS = ("count", "dim", "json")
+
+
+class RecordedRequest(NamedTuple):
+    """One request the server received. Header names are lower-cased; ``body`` is ``None`` if not JSON."""
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class _Reply(NamedTuple):
+    status: int
+    body: bytes
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> _Reply:
+    payload = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return _Reply(status, json.dumps(payload).encode())
+
+
+def _words(value: Any) -> int:
+    """A stand-in token count: words in a string, or in the string contents of chat messages."""
+    if isinstance(value, str):
+        return len(value.split())
+    if isinstance(value, list):
+        return sum(_words(item.get("content") if isinstance(item, dict) else item) for item in value)
+    return 0
+
+
+class ScriptedOpenAIServer:
+    """A context manager: binds 127.0.0.1 on a free port on enter, stops and joins its threads on exit."""
+
+    def __init__(self, *, dim: int = 64, scale: float = 1.0, reverse_data: bool = False) -> None:
+        """``scale`` multiplies every vector (so clients must normalise); ``reverse_data`` lists ``data``
+        in reverse order with correct ``index`` fields (so clients must sort by index)."""
+        self._embedder = HashEmbedder(dim)
+        self._scale = scale
+        self._reverse = reverse_data
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._chat: deque[str] = deque()
+        self._delays: deque[float] = deque()
+        self._faults: deque[_Reply] = deque()
+        self._malforms: deque[MalformKind] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def start(self) -> ScriptedOpenAIServer:
+        if self._httpd is not None:
+            raise RuntimeError("the server is already running")
+        httpd = _HTTPServer(self)
+        self._closing.clear()
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="scripted-openai", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        httpd, thread, self._httpd, self._thread = self._httpd, self._thread, None, None
+        if httpd is None or thread is None:
+            return
+        self._closing.set()  # wakes any request waiting in delay_next
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+    def __enter__(self) -> ScriptedOpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def url(self) -> str:
+        """The base URL, ending in ``/v1`` (what OpenAI clients call ``base_url``)."""
+        if self._httpd is None:
+            raise RuntimeError("the server is not running; use it as a context manager")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    # -- scripting and inspection ------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request so far, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def dim(self) -> int:
+        return self._embedder.dim
+
+    def script_chat(self, answers: list[str]) -> None:
+        """Queue assistant message contents for ``/v1/chat/completions``, answered in order."""
+        with self._lock:
+            self._chat.extend(answers)
+
+    def fail_next(self, status: int, body: str = '{"error": {"message": "injected failure"}}') -> None:
+        """The next request (of any path) answers ``status`` with ``body``. Calls queue up."""
+        with self._lock:
+            self._faults.append(_Reply(status, body.encode()))
+
+    def delay_next(self, seconds: float) -> None:
+        """The next request waits ``seconds`` before answering (cut short when the server stops)."""
+        with self._lock:
+            self._delays.append(seconds)
+
+    def malform_next(self, kind: MalformKind) -> None:
+        """The next embeddings request answers 200 with one embedding too many (``"count"``), a last vector
+        one component longer than the others (``"dim"``) or a body that is not JSON (``"json"``)."""
+        if kind not in _MALFORM_KINDS:
+            raise ValueError(f"kind must be one of {_MALFORM_KINDS}")
+        with self._lock:
+            self._malforms.append(kind)
+
+    # -- answering (called from request threads) ---------------------------------------------------------
+
+    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> _Reply:
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        with self._lock:
+            self._requests.append(RecordedRequest(path, headers, body))
+            delay = self._delays.popleft() if self._delays else 0.0
+            fault = self._faults.popleft() if self._faults else None
+        if delay > 0:
+            self._closing.wait(delay)
+        if fault is not None:
+            return fault
+        if not isinstance(body, dict):
+            return _error(400, "the request body must be a JSON object")
+        if path == "/v1/embeddings":
+            return self._embeddings(body)
+        if path == "/v1/chat/completions":
+            return self._chat_completion(body)
+        return _error(404, f"no route for POST {path}")
+
+    def _embeddings(self, body: dict[str, Any]) -> _Reply:
+        inputs = [body["input"]] if isinstance(body.get("input"), str) else body.get("input")
+        if not isinstance(body.get("model"), str) or not isinstance(inputs, list):
+            return _error(400, "'model' must be a string and 'input' a string or a list of strings")
+        if not all(isinstance(text, str) for text in inputs):
+            return _error(400, "'input' must be a string or a list of strings")
+        with self._lock:
+            malform = self._malforms.popleft() if self._malforms else None
+        if malform == "json":
+            return _Reply(200, b'{"object": "list", "data": [')
+        vectors = (self._embedder.embed(inputs) * self._scale).tolist() if inputs else []
+        data = [{"object": "embedding", "index": i, "embedding": vector} for i, vector in enumerate(vectors)]
+        if malform == "count":
+            data.append({"object": "embedding", "index": len(data), "embedding": [1.0] * self.dim})
+        elif malform == "dim" and data:
+            data[-1]["embedding"] = [*data[-1]["embedding"], 1.0]
+        if self._reverse:
+            data.reverse()
+        usage = {"prompt_tokens": _words(inputs), "total_tokens": _words(inputs)}
+        payload = {"object": "list", "data": data, "model": body["model"], "usage": usage}
+        return _Reply(200, json.dumps(payload).encode())
+
+    def _chat_completion(self, body: dict[str, Any]) -> _Reply:
+        if body.get("stream"):
+            return _error(400, "the scripted server does not stream")
+        with self._lock:
+            answer = self._chat.popleft() if self._chat else None
+        if answer is None:
+            return _error(500, "the chat script is empty", "server_error")
+        prompt, completion = _words(body.get("messages")), _words(answer)
+        payload = {
+            "id": f"chatcmpl-scripted-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        }
+        return _Reply(200, json.dumps(payload).encode())
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """Binds 127.0.0.1 on a free port; ``server_close`` joins the request threads (they are not daemons)."""
+
+    daemon_threads = False
+
+    def __init__(self, scripted: ScriptedOpenAIServer) -> None:
+        self.scripted = scripted
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def server_bind(self) -> None:
+        socketserver.TCPServer.server_bind(self)  # HTTPServer's version adds a reverse DNS lookup
+        self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Reads one POST, asks the ScriptedOpenAIServer for the reply, writes it. Logs nothing."""
+
+    def do_POST(self) -> None:  # the name http.server dispatches to
+        scripted = cast(_HTTPServer, self.server).scripted
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length > 0 else b""
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        reply = scripted._answer(self.path, headers, raw)
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test); nothing to answer
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence the stdlib's stderr log
+        return

@@ -1,0 +1,190 @@
+"""Hybrid recall through the engine: embedding after saves, the vector index kept in step with edits,
+archives, purges and other processes, model mismatches, failing embedders, and the real local model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import reverie
+from reverie import Scope
+from reverie.clock import FakeClock
+from reverie.errors import ModelMismatch
+from reverie.testing import ScriptedOpenAIServer
+
+HASH = {"provider": "hash", "background": False}
+
+
+def ids(results: list[reverie.SearchHit]) -> list[str]:
+    return [h.entry.id for h in results]
+
+
+def test_a_save_is_searchable_by_bm25_before_its_vector_exists(rv: reverie.Reverie) -> None:
+    saved = rv.memory.save("the lighthouse keeper logs the tides")
+    assert rv.embedding_status()["pending"] == 1
+    assert ids(rv.memory.search("lighthouse tides", mode="bm25")) == [saved.id]
+    assert ids(rv.memory.search("lighthouse tides", mode="vector")) == []
+    assert rv.embed_pending() == 1
+    assert rv.embedding_status()["pending"] == 0
+    found = rv.memory.search("lighthouse tides", mode="vector")
+    assert ids(found) == [saved.id] and found.mode == "vector" and found[0].matched_by == "vector"
+    hybrid = rv.memory.search("lighthouse tides")
+    assert hybrid.mode == "hybrid" and hybrid[0].matched_by == "bm25+vector"
+
+
+def test_an_edit_drops_the_stale_vector_and_the_next_embedding_follows_the_new_text(rv: reverie.Reverie) -> None:
+    saved = rv.memory.save("coffee grinder settings for espresso")
+    rv.embed_pending()
+    assert ids(rv.memory.search("espresso grinder", mode="vector")) == [saved.id]
+    rv.memory.edit(saved.id, content="train timetable for the weekend")
+    assert rv.embedding_status()["pending"] == 1
+    # The index replays the drop: the old text's vector no longer answers for this entry.
+    assert ids(rv.memory.search("espresso grinder", mode="vector")) == []
+    rv.embed_pending()
+    assert ids(rv.memory.search("weekend timetable", mode="vector")) == [saved.id]
+
+
+def test_archived_and_purged_entries_never_come_back_from_the_vector_index(
+    rv: reverie.Reverie, clock: FakeClock
+) -> None:
+    kept = rv.memory.save("sailing knots and ropes").id
+    gone = rv.memory.save("sailing knots and ropes, again").id
+    rv.embed_pending()
+    rv.memory.archive(gone)
+    assert ids(rv.memory.search("sailing knots", mode="vector")) == [kept]
+    assert set(ids(rv.memory.search("sailing knots", mode="vector", include_archived=True))) == {kept, gone}
+    clock.advance(days=91)
+    assert rv.purge().purged == (gone,)
+    assert ids(rv.memory.search("sailing knots", mode="vector", include_archived=True)) == [kept]
+    assert rv.store.vectors.counts() == {"hash-256": 1}
+
+
+def test_vector_search_respects_agent_and_user_scope(rv: reverie.Reverie) -> None:
+    mine = rv.memory.save("quarterly budget review notes").id
+    rv.memory.save("quarterly budget review notes", scope=Scope(agent_id="other"))
+    private = rv.memory.save("quarterly budget review notes", scope=Scope(user_id="u1")).id
+    rv.embed_pending()
+    assert ids(rv.memory.search("budget review", mode="vector")) == [mine]
+    assert set(ids(rv.memory.search("budget review", mode="vector", scope=Scope(user_id="u1")))) == {mine, private}
+    assert ids(rv.memory.search("budget review", mode="vector", scope=Scope(user_id="u2"))) == [mine]
+
+
+def test_another_process_sees_vectors_written_here_and_we_see_its_edits(tmp_path: Path) -> None:
+    home = tmp_path / "shared"
+    with reverie.open(home, embedding=HASH) as rv:
+        first = rv.memory.save("orchard apples harvest").id
+        rv.embed_pending()
+        assert ids(rv.memory.search("apples harvest", mode="vector")) == [first]  # index now loaded here
+        script = textwrap.dedent(
+            f"""
+            import reverie
+            with reverie.open({str(home)!r}, embedding={HASH!r}) as other:
+                other.memory.edit({first!r}, content="vineyard grapes harvest")
+                print(other.memory.save("orchard apples picking").id)
+                other.embed_pending()
+            """
+        )
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+        second = out.stdout.strip()
+        # Our in-memory index replays the other process's writes: the edit and the new vector.
+        assert ids(rv.memory.search("orchard apples", mode="vector")) == [second]
+        assert ids(rv.memory.search("vineyard grapes", mode="vector")) == [first]
+
+
+def test_a_model_change_is_refused_by_name_until_reindex(tmp_path: Path) -> None:
+    home = tmp_path / "models"
+    with reverie.open(home, embedding=HASH) as rv:
+        rv.memory.save("one fact")
+        rv.embed_pending()
+    with pytest.raises(ModelMismatch) as refused:
+        reverie.open(home, embedding={**HASH, "dim": 128})
+    assert "hash-256" in str(refused.value) and "hash-128" in str(refused.value)
+    with reverie.open(home, reindex=True, embedding={**HASH, "dim": 128}) as rv:
+        assert rv.embedding_status()["pending"] == 1
+        assert rv.embed_pending() == 1
+        assert rv.store.vectors.counts() == {"hash-128": 1}
+    with reverie.open(home, embedding={**HASH, "dim": 128}) as rv:  # the new model is now the store's
+        assert ids(rv.memory.search("one fact", mode="vector"))
+
+
+def test_a_failing_embedder_never_fails_a_save_and_search_says_it_fell_back(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(dim=32) as server:
+        settings = {"provider": "openai", "endpoint": server.url, "model": "m", "dim": 32, "background": False}
+        with reverie.open(tmp_path / "flaky", embedding=settings) as rv:
+            saved = rv.memory.save("the ferry leaves at noon")
+            server.fail_next(503)
+            with pytest.raises(reverie.EmbeddingError, match="503"):
+                rv.embed_pending()
+            # The save stands and the entry waits for its vector.
+            assert rv.memory.get(saved.id).content == "the ferry leaves at noon"
+            assert rv.embedding_status()["pending"] == 1
+            server.fail_next(503)
+            results = rv.memory.search("ferry noon")
+            assert ids(results) == [saved.id]
+            assert results.mode == "bm25" and any("BM25 only" in note for note in results.notes)
+            assert rv.embed_pending() == 1  # the server is healthy again: the entry gets its vector
+            assert ids(rv.memory.search("ferry noon", mode="vector")) == [saved.id]
+
+
+def test_the_background_worker_embeds_after_a_save(tmp_path: Path) -> None:
+    with reverie.open(tmp_path / "bg", embedding={"provider": "hash"}) as rv:
+        saved = rv.memory.save("background embedding works")
+        deadline = time.monotonic() + 20
+        while rv.embedding_status()["pending"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert rv.embedding_status()["pending"] == 0
+        assert ids(rv.memory.search("background embedding", mode="vector")) == [saved.id]
+
+
+def test_no_embedder_means_bm25_with_no_loss_of_function(tmp_path: Path) -> None:
+    with reverie.open(tmp_path / "plain", embedding={"provider": "none"}) as rv:
+        saved = rv.memory.save("plain keyword recall")
+        results = rv.memory.search("keyword recall")
+        assert ids(results) == [saved.id] and results.mode == "bm25"
+        assert rv.embedding_status()["model"] is None and rv.embed_pending() == 0
+
+
+def test_save_many_is_all_or_nothing_and_embeds_in_batches(rv: reverie.Reverie) -> None:
+    with pytest.raises(reverie.ValidationError, match="item 1"):
+        rv.memory.save_many([{"content": "fine"}, {"content": "  "}])
+    assert rv.stats().live == 0
+    results = rv.memory.save_many([{"content": f"fact number {i}", "tags": ["bulk"]} for i in range(150)])
+    assert len(results) == 150 and rv.stats().live == 150
+    assert rv.embed_pending() == 150
+    assert rv.embedding_status()["pending"] == 0
+
+
+def test_an_empty_query_browses(rv: reverie.Reverie, clock: FakeClock) -> None:
+    old = rv.memory.save("older").id
+    clock.advance(minutes=1)
+    new = rv.memory.save("newer").id
+    results = rv.memory.search("   ")
+    assert results.mode == "browse" and ids(results) == [new, old]
+
+
+def test_a_per_call_floor_can_empty_the_vector_results(rv: reverie.Reverie) -> None:
+    rv.memory.save("lighthouse tides and the keeper")
+    rv.embed_pending()
+    assert rv.memory.search("lighthouse", mode="vector")
+    assert list(rv.memory.search("lighthouse", mode="vector", min_similarity=0.99)) == []
+    with pytest.raises(reverie.ValidationError):
+        rv.memory.search("lighthouse", min_similarity=1.5)
+    with pytest.raises(reverie.ValidationError):
+        rv.memory.search("lighthouse", mode="telepathy")
+
+
+def test_the_local_model_recalls_by_meaning(rv_local: reverie.Reverie) -> None:
+    lisbon = rv_local.memory.save("Maya works from Lisbon and keeps Europe/Lisbon hours").id
+    rv_local.memory.save("The Lantern backend is written in Python with FastAPI")
+    rv_local.memory.save("Deploys happen on Tuesdays and Thursdays")
+    assert rv_local.embed_pending() == 3
+    # "located" shares no word with the answer (and "Maya" is in no other fact's neighbourhood of meaning):
+    # the embedding has to carry it.
+    results = rv_local.memory.search("Where is Maya located?", mode="vector")
+    assert ids(results)[0] == lisbon
+    assert rv_local.embedder is not None and rv_local.embedder.model_id == "all-MiniLM-L6-v2-int8"

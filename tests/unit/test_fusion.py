@@ -1,0 +1,67 @@
+"""The hybrid ranking arithmetic of core.fusion."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reverie.core import fusion
+
+
+def test_minmax_maps_best_to_one_and_worst_to_zero() -> None:
+    assert fusion.minmax({"a": 3.0, "b": 1.0, "c": 2.0}) == {"a": 1.0, "b": 0.0, "c": 0.5}
+
+
+def test_minmax_of_equal_scores_is_all_ones_and_of_nothing_is_empty() -> None:
+    assert fusion.minmax({"a": 0.4, "b": 0.4}) == {"a": 1.0, "b": 1.0}
+    assert fusion.minmax({"only": -7.0}) == {"only": 1.0}
+    assert fusion.minmax({}) == {}
+
+
+@given(st.dictionaries(st.text(max_size=3), st.floats(-1e6, 1e6), min_size=1))
+def test_minmax_stays_in_the_unit_interval_and_keeps_order(scores: dict[str, float]) -> None:
+    out = fusion.minmax(scores)
+    assert set(out) == set(scores)
+    assert all(0.0 <= v <= 1.0 for v in out.values())
+    for a in scores:
+        for b in scores:
+            if scores[a] > scores[b]:
+                assert out[a] >= out[b]
+
+
+def test_floor_drops_vector_candidates_below_it_and_none_keeps_all() -> None:
+    sims = {"a": 0.61, "b": 0.5, "c": 0.49}
+    assert fusion.above_floor(sims, 0.5) == {"a": 0.61, "b": 0.5}
+    assert fusion.above_floor(sims, None) == sims
+
+
+def test_fuse_is_the_weighted_mean_over_the_union() -> None:
+    lexical = {"a": 10.0, "b": 5.0, "c": 0.0}  # -> a 1, b 0.5, c 0
+    semantic = {"b": 0.9, "d": 0.5}  # -> b 1, d 0
+    out = fusion.fuse(lexical, semantic, semantic_weight=0.5)
+    assert out == pytest.approx({"a": 0.5, "b": 0.75, "c": 0.0, "d": 0.0})
+    only_lexical = fusion.fuse(lexical, semantic, semantic_weight=0.0)
+    assert only_lexical == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0, "d": 0.0})
+
+
+def test_an_item_found_by_both_signals_beats_one_found_by_one() -> None:
+    out = fusion.fuse({"both": 2.0, "lex": 2.0}, {"both": 0.8, "sem": 0.8})
+    assert out["both"] > out["lex"] and out["both"] > out["sem"]
+
+
+def test_fuse_refuses_a_weight_outside_zero_one() -> None:
+    with pytest.raises(ValueError):
+        fusion.fuse({}, {}, semantic_weight=1.5)
+
+
+def test_floor_resolution_takes_the_first_set_value() -> None:
+    assert fusion.resolve_floor(None, 0.45, 0.3, 0.25) == 0.45  # agent override beats deployment and model
+    assert fusion.resolve_floor(0.1, 0.45, 0.3) == 0.1  # per call beats everything
+    assert fusion.resolve_floor(None, None, None, 0.25) == 0.25  # the model's calibrated default
+    assert fusion.resolve_floor(None, None) is None  # no floor at all
+    assert fusion.resolve_floor(0.0, 0.5) == 0.0  # an explicit 0 is a value, not "unset"
+
+
+def test_ranked_is_best_first_with_deterministic_ties_and_a_limit() -> None:
+    assert fusion.ranked({"b": 0.5, "a": 0.5, "c": 0.9}, 2) == [("c", 0.9), ("a", 0.5)]
