@@ -16,7 +16,7 @@ import numpy as np
 from reverie.core import fusion, text
 from reverie.embed.base import Embedder, Vectors
 from reverie.errors import EmbeddingError
-from reverie.recall.index import VectorIndex
+from reverie.recall.index import VectorIndex, VectorSearch
 from reverie.storage.base import FactFilter, Store
 from reverie.types import MemoryEntry, SearchHit, SearchResults
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -74,8 +75,19 @@ class _Matrix:
         return out
 
 
+class VectorSearch(Protocol):
+    """What hybrid recall needs from a vector backend: nearest fact ids of one agent, best first.
+
+    Results are candidates only: the caller hydrates them through the store with its own filter, so a
+    backend can never widen what a caller sees.
+    """
+
+    def search(self, agent_id: str, query: npt.NDArray[np.float32], k: int) -> list[tuple[str, float]]: ...
+
+
 class VectorIndex:
-    """Exact cosine search over one model's vectors, one matrix per agent, thread-safe."""
+    """Exact cosine search over one model's vectors, one matrix per agent, thread-safe (the default,
+    in-process ``VectorSearch``)."""
 
     def __init__(self, store: Store, model: str, dim: int) -> None:
         self._store = store
