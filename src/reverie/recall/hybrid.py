@@ -62,11 +62,21 @@ class QueryEmbeddings:
 class HybridSearch:
     """Searches long-term entries by BM25, by vector, or both fused."""
 
-    def __init__(self, store: Store, embedder: Embedder | None, config: RecallConfig | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        config: RecallConfig | None = None,
+        *,
+        vectors: VectorSearch | None = None,
+    ) -> None:
+        """``vectors`` is the vector backend (default: the in-process exact ``VectorIndex``)."""
         self._store = store
         self.config = config or RecallConfig()
         self.embedder = embedder
-        self.index = VectorIndex(store, embedder.model_id, embedder.dim) if embedder else None
+        self.index: VectorSearch | None = None
+        if embedder is not None:
+            self.index = vectors or VectorIndex(store, embedder.model_id, embedder.dim)
         self._queries = QueryEmbeddings(embedder, self.config.query_cache_size) if embedder else None
         self._agent_floor = dict(self.config.agent_min_similarity)
 
