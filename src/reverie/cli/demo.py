@@ -19,7 +19,8 @@ _QUERIES = (
     "What time zone is Maya in?",
     "which database does Lantern use?",
     "how should I write review comments",
-    "🥮",  # no word for the index to match: the substring fallback finds it
+    "when can we ship to production?",  # no word in common with the answer: the embedding finds it
+    "🥮",  # no word for either index to match: the substring fallback finds it
 )
 
 
@@ -46,7 +47,7 @@ def _step(title: str, text: str) -> None:
 
 
 def _tour(home: Path) -> None:
-    with reverie.open(home) as rv:
+    with reverie.open(home, embedding={"background": False}) as rv:
         now = rv.clock.now
         _step("1. Save", f"Saving the sample's facts into a fresh store at {escape(str(home))}.")
         ids: dict[str, str] = {}
@@ -57,10 +58,19 @@ def _tour(home: Path) -> None:
             ids[fact.content] = result.id
             console.print(render.entry_line(result.entry, now()))
 
-        _step("2. Recall", "BM25 over content, tags and category words; every query is plain text, never syntax.")
+        embedded = rv.embed_pending()
+        model = rv.embedder.model_id if rv.embedder else "none"
+        console.print(f"[dim]embedded {embedded} facts with {escape(model)}, offline[/]")
+
+        _step(
+            "2. Recall",
+            "Hybrid: BM25 over content, tags and category words, fused with embedding similarity. "
+            "Every query is plain text, never syntax.",
+        )
         for query in _QUERIES:
-            console.print(f"\n[bold]?[/] {escape(query)}")
-            render.hits(rv.memory.search(query, limit=3), now(), query)
+            results = rv.memory.search(query, limit=3)
+            console.print(f"\n[bold]?[/] {escape(query)} [dim]({results.mode})[/]")
+            render.hits(results, now(), query)
 
         _step("3. Browse", "No query: the most recently reinforced entries, then the whole category taxonomy.")
         render.browse(rv.memory.browse(limit=5), now())
