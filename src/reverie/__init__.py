@@ -18,6 +18,7 @@ from reverie.errors import (
     StorageError,
     StoreBusy,
     ValidationError,
+    VectorBackendError,
 )
 from reverie.settings import Settings
 from reverie.types import (
@@ -66,6 +67,7 @@ __all__ = [
     "SystemClock",
     "Tier",
     "ValidationError",
+    "VectorBackendError",
     "__version__",
     "open",
 ]

@@ -10,8 +10,9 @@ from typing import Any
 from reverie.clock import Clock, SystemClock
 from reverie.embed.base import Embedder
 from reverie.embed.resolve import make_embedder
-from reverie.errors import ModelMismatch
+from reverie.errors import ConfigError, ModelMismatch
 from reverie.memory.longterm import LongTermConfig, LongTermMemory
+from reverie.recall.http_backend import HttpVectorBackend
 from reverie.recall.hybrid import HybridSearch, RecallConfig
 from reverie.recall.worker import EmbeddingWorker
 from reverie.settings import Settings, home_from_env, load_settings
@@ -40,6 +41,7 @@ class Reverie:
             self.embedder = _embedder(settings)
             if self.embedder is not None:
                 _check_model(self.store, self.embedder, adopt=reindex)
+            self._vector_backend = _vector_backend(settings, self.store, self.embedder)
         except BaseException:
             self.store.close()
             raise
@@ -54,6 +56,7 @@ class Reverie:
                 agent_min_similarity=tuple(sorted(r.agent_min_similarity.items())),
                 model_min_similarity=getattr(self.embedder, "default_min_similarity", DEFAULT_MIN_SIMILARITY),
             ),
+            vectors=self._vector_backend,
         )
         self.embedding: EmbeddingWorker | None = None
         if self.embedder is not None:
@@ -123,6 +126,8 @@ class Reverie:
     def close(self) -> None:
         if self.embedding is not None:
             self.embedding.stop()
+        if self._vector_backend is not None:
+            self._vector_backend.close()
         self.store.close()
 
     def __enter__(self) -> Reverie:
@@ -190,6 +195,18 @@ def _embedder(settings: Settings) -> Embedder | None:
         max_input_chars=e.max_input_chars,
         threads=e.threads,
     )
+
+
+def _vector_backend(settings: Settings, store: Store, embedder: Embedder | None) -> HttpVectorBackend | None:
+    """The external vector backend ``recall.vector_backend`` names; None for the in-process index (or
+    without an embedder, when no vector search runs at all). Settings validation has already refused an
+    unknown backend, or "http" without a URL, by name."""
+    r = settings.recall
+    if r.vector_backend == "memory" or embedder is None:
+        return None
+    if r.vector_store_url is None:  # only reachable with unvalidated settings (model_construct)
+        raise ConfigError('recall.vector_backend = "http" needs recall.vector_store_url')
+    return HttpVectorBackend(store, r.vector_store_url, embedder.model_id, embedder.dim)
 
 
 def _check_model(store: Store, embedder: Embedder, *, adopt: bool) -> None:

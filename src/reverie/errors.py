@@ -48,3 +48,9 @@ class EmbeddingError(ReverieError):
 
 class ModelMismatch(ConfigError):
     """Vectors of one embedding model met another (stored vs configured, or two dimensions)."""
+
+
+class VectorBackendError(ReverieError):
+    """The external vector backend could not answer: connection refused, a timeout, a non-2xx status,
+    or a body that is not the contract's JSON or exceeds the size cap. A search through it raises this
+    (hybrid recall does not swallow it); nothing in the store was changed."""

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -19,6 +19,7 @@ from reverie.errors import ConfigError
 from reverie.types import Tier
 
 SETTINGS_FILE = "reverie.toml"
+VECTOR_BACKENDS = ("memory", "http")
 DEFAULT_HOME = "~/.reverie"
 
 
@@ -65,6 +66,28 @@ class RecallSettings(_Section):
     candidates: int = Field(50, ge=1, le=10_000, description="candidates per signal before fusion")
     min_similarity: float | None = Field(None, ge=0, le=1, description="vector floor; default: the model's own")
     agent_min_similarity: dict[str, float] = Field(default_factory=dict, description="per-agent vector floors")
+    vector_backend: str = Field("memory", description="memory: the in-process exact index; http: an external service")
+    vector_store_url: str | None = Field(None, description="http backend: the service's base URL")
+
+    @field_validator("vector_backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        if value not in VECTOR_BACKENDS:
+            raise ValueError(f"unknown vector backend {value!r}; use one of {', '.join(map(repr, VECTOR_BACKENDS))}")
+        return value
+
+    @field_validator("vector_store_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _url_for_http(self) -> RecallSettings:
+        if self.vector_backend == "http" and not self.vector_store_url:
+            raise ValueError('recall.vector_backend = "http" needs recall.vector_store_url (the service\'s base URL)')
+        return self
 
 
 class Settings(BaseSettings):

@@ -1,7 +1,8 @@
-"""Doubles Reverie ships for its users' tests and its own: the fake clock and the scripted
-OpenAI-compatible server (the hash embedder joins them as its issue lands)."""
+"""Doubles Reverie ships for its users' tests and its own: the fake clock, the scripted
+OpenAI-compatible server, the loopback vector service (the hash embedder joins them as its issue lands)."""
 
 from reverie.clock import FakeClock
 from reverie.testing.openai_server import ScriptedOpenAIServer
+from reverie.testing.vector_server import LoopbackVectorServer
 
-__all__ = ["FakeClock", "ScriptedOpenAIServer"]
+__all__ = ["FakeClock", "ScriptedOpenAIServer", "LoopbackVectorServer"]
