@@ -55,6 +55,7 @@ class Reverie:
                 min_similarity=r.min_similarity,
                 agent_min_similarity=tuple(sorted(r.agent_min_similarity.items())),
                 model_min_similarity=getattr(self.embedder, "default_min_similarity", DEFAULT_MIN_SIMILARITY),
+                neighbour_share=r.neighbour_share,
             ),
             vectors=self._vector_backend,
         )

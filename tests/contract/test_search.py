@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from reverie.storage.base import Store
-from reverie.types import CategoryCount, Change, MemoryEntry
+from reverie.types import CategoryCount, Change, MemoryEntry, Scope
 
 from .support import AGENT, T0, at, eid, entry, hit_ids, ids, match, view
 
@@ -326,3 +326,25 @@ def test_category_prefix_matches_whole_path_segments_only(store: Store, prefix: 
 def test_no_category_prefix_matches_everything(store: Store) -> None:
     add_prefixed(store)
     assert len(store.facts.recent(view(category_prefix=None), 100)) == len(PREFIX_CATEGORIES)
+
+
+def test_neighbours_finds_entries_by_thread_and_position_within_scope(store: Store) -> None:
+    turns = [(1, AGENT), (2, AGENT), (3, AGENT), (2, Scope(agent_id="b"))]
+    for n, (position, scope) in enumerate(turns, start=1):
+        meta = {"thread": "s1", "position": position}
+        store.facts.add(entry(n, f"turn {position}", scope=scope, metadata=meta), at=T0)
+    store.facts.add(entry(9, "another thread", metadata={"thread": "s2", "position": 2}), at=T0)
+    found = store.facts.neighbours([("s1", 1), ("s1", 3), ("s1", 4)], view())
+    assert sorted(e.content for e in found) == ["turn 1", "turn 3"]
+    assert [e.scope.agent_id for e in store.facts.neighbours([("s1", 2)], view(Scope(agent_id="b")))] == ["b"]
+    assert store.facts.neighbours([], view()) == []
+
+
+@pytest.mark.parametrize("agent", ["---", "locomo-3", "locomo 3", 'quote"agent', "日本"])
+def test_search_works_for_any_agent_id_and_never_crosses_agents(store: Store, agent: str) -> None:
+    store.facts.add(entry(1, "the harbor ferry timetable", scope=Scope(agent_id=agent)), at=T0)
+    for n, other in enumerate(["locomo-3", "locomo 3", "locomo-33", "---", "x"], start=2):
+        if other != agent:
+            store.facts.add(entry(n, "the harbor ferry timetable", scope=Scope(agent_id=other)), at=T0)
+    found = store.facts.search(match("ferry timetable"), view(Scope(agent_id=agent)), 10)
+    assert [(e.id, e.scope.agent_id) for e, _ in found] == [(eid(1), agent)]

@@ -162,8 +162,8 @@ def test_doctor_finds_and_repairs_a_broken_fts_index(home: Path) -> None:
     # Break the index the way a bug or a bad manual edit would: drop the row's postings.
     with sqlite3.connect(home / "reverie.db") as conn:
         conn.execute(
-            "INSERT INTO facts_fts (facts_fts, rowid, content, tags, category) "
-            "SELECT 'delete', seq, content, tags, category FROM facts WHERE id = ?",
+            "INSERT INTO facts_fts (facts_fts, rowid, content, tags, category, agent_id) "
+            "SELECT 'delete', seq, content, tags, category, agent_id FROM facts WHERE id = ?",
             (entry_id,),
         )
     conn.close()

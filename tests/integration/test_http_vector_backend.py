@@ -21,7 +21,7 @@ from reverie.clock import FakeClock
 from reverie.errors import ConfigError, VectorBackendError
 from reverie.memory.longterm import LongTermMemory
 from reverie.recall.http_backend import MAX_RESPONSE_BYTES, HttpVectorBackend
-from reverie.recall.hybrid import HybridSearch
+from reverie.recall.hybrid import VECTOR_OVERFETCH, HybridSearch
 from reverie.testing import LoopbackVectorServer
 
 HASH = {"provider": "hash", "background": False}
@@ -83,7 +83,7 @@ def test_vector_search_runs_through_the_service(rvh: reverie.Reverie, server: Lo
     assert stored.payload == "" and stored.metadata == {"agent_id": "default", "model": "hash-256"}
     search = server.calls("search")[0]
     assert search["filter"] == {"agent_id": "default", "model": "hash-256"}
-    assert search["limit"] == rvh.settings.recall.candidates * 4 and len(search["embedding"]) == 256
+    assert search["limit"] == rvh.settings.recall.candidates * VECTOR_OVERFETCH and len(search["embedding"]) == 256
     # No memory text ever leaves Reverie.
     sent = json.dumps([r.body for r in server.requests])
     assert "harbour" not in sent and "lemon" not in sent

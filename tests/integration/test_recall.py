@@ -188,3 +188,19 @@ def test_the_local_model_recalls_by_meaning(rv_local: reverie.Reverie) -> None:
     results = rv_local.memory.search("Where is Maya located?", mode="vector")
     assert ids(results)[0] == lisbon
     assert rv_local.embedder is not None and rv_local.embedder.model_id == "all-MiniLM-L6-v2-int8"
+
+
+def test_sequence_neighbours_share_relevance_when_enabled(tmp_path: Path) -> None:
+    turns = [
+        "Did you ever find a good bakery near the office?",
+        "Yes, the one on Rua Augusta has the best pastel de nata.",
+        "Unrelated: the train was late again today.",
+    ]
+    items = [{"content": t, "metadata": {"thread": "chat-1", "position": i}} for i, t in enumerate(turns)]
+    for share, expect_answer in ((0.0, False), (0.5, True)):
+        with reverie.open(tmp_path / f"share-{share}", embedding=HASH, recall={"neighbour_share": share}) as rv:
+            saved = rv.memory.save_many(items)
+            rv.embed_pending()
+            found = ids(rv.memory.search("good bakery near the office", mode="bm25", limit=2))
+            assert found[0] == saved[0].id
+            assert (saved[1].id in found) is expect_answer

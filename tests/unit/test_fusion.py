@@ -65,3 +65,13 @@ def test_floor_resolution_takes_the_first_set_value() -> None:
 
 def test_ranked_is_best_first_with_deterministic_ties_and_a_limit() -> None:
     assert fusion.ranked({"b": 0.5, "a": 0.5, "c": 0.9}, 2) == [("c", 0.9), ("a", 0.5)]
+
+
+def test_spread_adds_a_share_of_the_best_neighbour_and_brings_in_unscored_neighbours() -> None:
+    scores = {"t3": 1.0, "t7": 0.4}
+    near = {"t3": ["t2", "t4"], "t4": ["t3", "t5"], "t2": ["t1", "t3"], "t7": []}
+    out = fusion.spread(scores, near, 0.5)
+    assert out["t3"] == 1.0  # its neighbours had nothing to give
+    assert out["t4"] == 0.5 and out["t2"] == 0.5  # pulled in by t3
+    assert out["t7"] == 0.4
+    assert fusion.spread(scores, near, 0.0) == scores

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from reverie import __version__
-from reverie.cli import admin, demo, memory
+from reverie.cli import admin, bench, demo, memory
 from reverie.cli.common import State
 
 app = typer.Typer(
@@ -17,6 +17,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(memory.app, name="memory")
+app.add_typer(bench.app, name="bench")
 app.command()(admin.status)
 app.command()(admin.doctor)
 app.command()(admin.backup)

@@ -55,3 +55,15 @@ def resolve_floor(*candidates: float | None) -> float | None:
 def ranked(scores: Mapping[str, float], limit: int) -> list[tuple[str, float]]:
     """Best first; ties broken by id so the order is deterministic."""
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+
+def spread(scores: Mapping[str, float], neighbours: Mapping[str, list[str]], share: float) -> dict[str, float]:
+    """Each item also takes ``share`` of its best neighbour's score (sequence context: the turn before or
+    after a matching turn often holds the answer). Items only reachable as neighbours start from 0."""
+    if share <= 0:
+        return dict(scores)
+    out = dict(scores)
+    for key, near in neighbours.items():
+        best = max((scores.get(n, 0.0) for n in near), default=0.0)
+        out[key] = scores.get(key, 0.0) + share * best
+    return out

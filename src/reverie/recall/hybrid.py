@@ -22,6 +22,9 @@ from reverie.types import MemoryEntry, SearchHit, SearchResults
 
 log = logging.getLogger("reverie.recall")
 MODES = ("auto", "bm25", "vector", "hybrid")
+# Vector candidates fetched per wanted candidate: other users' and sessions', archived and expired entries
+# are only filtered out when hydrated, so ask the index for more than we keep.
+VECTOR_OVERFETCH = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,9 @@ class RecallConfig:
     agent_min_similarity: tuple[tuple[str, float], ...] = ()
     model_min_similarity: float | None = None  # the embedder's calibrated default
     query_cache_size: int = 512
+    # Entries in a sequence (metadata.thread + metadata.position) take this share of their best
+    # neighbour's score; 0 turns it off. Entries without a thread are unaffected.
+    neighbour_share: float = 0.0
 
 
 class QueryEmbeddings:
@@ -111,10 +117,38 @@ class HybridSearch:
             scores = fusion.fuse(lexical, semantic, semantic_weight=self.config.semantic_weight)
         else:
             scores = fusion.minmax(lexical if wanted == "bm25" else semantic)
+        if self.config.neighbour_share > 0:
+            scores = self._spread(scores, entries, flt, limit)
         hits = [
             SearchHit(entries[i], score, _matched_by(i, lexical, semantic)) for i, score in fusion.ranked(scores, limit)
         ]
         return SearchResults(hits, mode=wanted, notes=tuple(notes))
+
+    def _spread(
+        self, scores: dict[str, float], entries: dict[str, MemoryEntry], flt: FactFilter, limit: int
+    ) -> dict[str, float]:
+        """Share scores along sequences: the turns next to the best candidates join them (fetched from the
+        store through the caller's filter), and each candidate takes a share of its best neighbour's score."""
+        top = [i for i, _ in fusion.ranked(scores, max(limit * 2, 20))]
+        keys: dict[tuple[str, int], str] = {}
+        for entry in entries.values():
+            key = _sequence_key(entry)
+            if key is not None:
+                keys[key] = entry.id
+        wanted = set()
+        for entry_id in top:
+            key = _sequence_key(entries[entry_id])
+            if key is not None:
+                wanted.update({(key[0], key[1] - 1), (key[0], key[1] + 1)} - keys.keys())
+        for entry in self._store.facts.neighbours(sorted(wanted), flt):
+            entries[entry.id] = entry
+            key = _sequence_key(entry)
+            if key is not None:
+                keys[key] = entry.id
+        near: dict[str, list[str]] = {}
+        for (thread, position), entry_id in keys.items():
+            near[entry_id] = [keys[k] for k in ((thread, position - 1), (thread, position + 1)) if k in keys]
+        return fusion.spread(scores, near, self.config.neighbour_share)
 
     def _semantic(
         self,
@@ -137,13 +171,20 @@ class HybridSearch:
             notes.append(f"the embedder failed ({exc}); these results are BM25 only")
             return None
         # Over-fetch: candidates of other users/sessions, archived or expired ones are filtered out below.
-        found = self.index.search(flt.scope.agent_id, np.asarray(vector), self.config.candidates * 4)
+        found = self.index.search(flt.scope.agent_id, np.asarray(vector), self.config.candidates * VECTOR_OVERFETCH)
         kept = fusion.above_floor(dict(found), self.floor(flt.scope.agent_id, per_call_floor))
         missing = [i for i in kept if i not in entries]
         for entry in self._store.facts.get_many(missing, flt):
             entries[entry.id] = entry
         visible = {i: s for i, s in kept.items() if i in entries}
         return dict(fusion.ranked(visible, self.config.candidates))
+
+
+def _sequence_key(entry: MemoryEntry) -> tuple[str, int] | None:
+    thread, position = entry.metadata.get("thread"), entry.metadata.get("position")
+    if isinstance(thread, str) and isinstance(position, int) and not isinstance(position, bool):
+        return thread, position
+    return None
 
 
 def _matched_by(entry_id: str, lexical: dict[str, float], semantic: dict[str, float]) -> str:

@@ -52,20 +52,21 @@ class EmbeddingWorker:
         """Embed pending entries now, in this thread, until none are left (or ``limit``). Returns how
         many vectors were written. Raises ``EmbeddingError`` when the embedder fails."""
         done = 0
+        cursor = 0
         with self._run_lock:
             while (limit is None or done < limit) and not self._stop.is_set():
                 want = self._batch_size if limit is None else min(self._batch_size, limit - done)
-                batch = self._store.vectors.pending(self._embedder.model_id, want)
+                batch = self._store.vectors.pending(self._embedder.model_id, want, after=cursor)
                 if not batch:
                     break
-                vectors = self._embedder.embed([text[: self._max_chars] for _, text in batch])
-                rows = [(fid, text, vectors[i].tobytes()) for i, (fid, text) in enumerate(batch)]
-                written = self._store.vectors.put_many(
+                cursor = batch[-1][0]
+                vectors = self._embedder.embed([text[: self._max_chars] for _, _, text in batch])
+                rows = [(fid, text, vectors[i].tobytes()) for i, (_, fid, text) in enumerate(batch)]
+                # An entry whose text changed meanwhile is skipped here and picked up by the next run.
+                self._store.vectors.put_many(
                     rows, model=self._embedder.model_id, dim=self._embedder.dim, at=self._clock.now()
                 )
                 done += len(batch)
-                if written < len(batch) and written == 0:
-                    continue  # every text changed under us; the next round sees the new texts
         return done
 
     # -- background -------------------------------------------------------------------------------

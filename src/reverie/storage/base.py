@@ -73,6 +73,11 @@ class FactRepository(Protocol):
         index or an external backend) are hydrated."""
         ...
 
+    def neighbours(self, keys: list[tuple[str, int]], flt: FactFilter) -> list[MemoryEntry]:
+        """Entries visible through ``flt`` whose ``metadata.thread`` / ``metadata.position`` is one of
+        ``keys`` (sequence neighbours: the turns of a conversation, the chunks of a document)."""
+        ...
+
     def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
         """BM25 full-text search. ``match`` is an FTS expression built by ``core.text.fts_match``.
         Scores are positive, larger is better."""
@@ -135,8 +140,9 @@ class VectorRepository(Protocol):
         ``embedded_text`` (or which is gone) is skipped. Returns how many were written."""
         ...
 
-    def pending(self, model: str, limit: int) -> list[tuple[str, str]]:
-        """Up to ``limit`` ``(fact_id, content)`` of entries with no vector of ``model``, oldest first."""
+    def pending(self, model: str, limit: int, after: int = 0) -> list[tuple[int, str, str]]:
+        """Up to ``limit`` ``(position, fact_id, content)`` of entries with no vector of ``model``, in
+        insertion order, starting after ``position`` ``after`` (a cursor, so a long run stays linear)."""
         ...
 
     def snapshot(self, agent_id: str, model: str) -> VectorSnapshot:

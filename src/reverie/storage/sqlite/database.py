@@ -36,7 +36,8 @@ def ts_or_none(value: datetime | None) -> str | None:
 
 
 def parse_ts(value: str) -> datetime:
-    return datetime.strptime(value, _TS_FORMAT).replace(tzinfo=UTC)
+    # fromisoformat (C) reads our fixed format, "Z" included, ~20x faster than strptime on hot paths.
+    return datetime.fromisoformat(value)
 
 
 def parse_ts_or_none(value: str | None) -> datetime | None:

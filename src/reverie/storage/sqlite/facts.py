@@ -6,6 +6,7 @@ Scope filtering happens in SQL, in ``_visible``: every read goes through it, so 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
@@ -24,7 +25,17 @@ _COLUMNS = (
 )
 _FROM = "facts f LEFT JOIN fact_vectors v ON v.fact_id = f.id"
 # Column weights for bm25(): content counts most, tags next, the category path least.
-_BM25 = "bm25(facts_fts, 1.0, 0.6, 0.4)"
+_BM25 = "bm25(facts_fts, 1.0, 0.6, 0.4, 0.0)"  # agent_id is a pre-filter, never a ranking signal
+_TOKEN = re.compile(r"[^\W_]", re.UNICODE)
+
+
+def _scoped_match(match: str, agent_id: str) -> str:
+    """``match`` limited to the text columns and, inside FTS5, to the agent's rows (when the agent id has a
+    token FTS5 can index; otherwise the SQL filter alone does it)."""
+    text_match = "{content tags category} : (" + match + ")"
+    if not _TOKEN.search(agent_id):
+        return text_match
+    return 'agent_id : "' + agent_id.replace('"', '""') + '" AND ' + text_match
 
 
 def _dumps(value: Any) -> str:
@@ -168,6 +179,22 @@ class SqliteFacts:
             out.extend(_row_to_entry(r) for r in rows)
         return out
 
+    def neighbours(self, keys: list[tuple[str, int]], flt: FactFilter) -> list[MemoryEntry]:
+        where, params = _visible(flt)
+        out: list[MemoryEntry] = []
+        for start in range(0, len(keys), 200):
+            chunk = keys[start : start + 200]
+            pairs = ", ".join("(?, ?)" for _ in chunk)
+            sql = (
+                f"SELECT {_COLUMNS} FROM {_FROM} WHERE {where} AND "
+                "(json_extract(f.metadata, '$.thread'), json_extract(f.metadata, '$.position'))"
+                f" IN (VALUES {pairs})"
+            )
+            flat = [value for pair in chunk for value in pair]
+            rows = self._db.read(lambda c, q=sql, p=[*params, *flat]: c.execute(q, p).fetchall())  # type: ignore[misc]
+            out.extend(_row_to_entry(r) for r in rows)
+        return out
+
     def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
         where, params = _visible(flt)
         sql = (
@@ -175,7 +202,8 @@ class SqliteFacts:
             "LEFT JOIN fact_vectors v ON v.fact_id = f.id "
             f"WHERE facts_fts MATCH ? AND {where} ORDER BY rank, f.last_seen_at DESC LIMIT ?"
         )
-        rows = self._db.read(lambda c: c.execute(sql, [match, *params, limit]).fetchall())
+        scoped = _scoped_match(match, flt.scope.agent_id)
+        rows = self._db.read(lambda c: c.execute(sql, [scoped, *params, limit]).fetchall())
         # bm25() is negative, more negative is better; flip it so larger is better.
         return [(_row_to_entry(r), -float(r[-1])) for r in rows]
 

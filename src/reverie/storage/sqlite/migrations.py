@@ -130,9 +130,48 @@ CREATE TABLE store_meta (
 ) WITHOUT ROWID;
 """
 
+_SEQUENCE = """
+-- Sequence neighbours (metadata.thread + metadata.position: conversation turns, document chunks).
+CREATE INDEX facts_sequence ON facts (
+    agent_id, json_extract(metadata, '$.thread'), json_extract(metadata, '$.position')
+);
+"""
+
+_FTS_AGENT = """
+-- The full-text index also indexes agent_id, so a search intersects its terms with the caller's agent
+-- inside FTS5 instead of ranking every agent's matches and filtering afterwards (20x faster with many
+-- agents in one store). The SQL scope filter still decides visibility; this is only a pre-filter.
+DROP TRIGGER facts_fts_insert;
+DROP TRIGGER facts_fts_delete;
+DROP TRIGGER facts_fts_update;
+DROP TABLE facts_fts;
+CREATE VIRTUAL TABLE facts_fts USING fts5(
+    content, tags, category, agent_id,
+    content = 'facts', content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO facts_fts (facts_fts) VALUES ('rebuild');
+CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts (rowid, content, tags, category, agent_id)
+    VALUES (new.seq, new.content, new.tags, new.category, new.agent_id);
+END;
+CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content, tags, category, agent_id)
+    VALUES ('delete', old.seq, old.content, old.tags, old.category, old.agent_id);
+END;
+CREATE TRIGGER facts_fts_update AFTER UPDATE OF content, tags, category, agent_id ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content, tags, category, agent_id)
+    VALUES ('delete', old.seq, old.content, old.tags, old.category, old.agent_id);
+    INSERT INTO facts_fts (rowid, content, tags, category, agent_id)
+    VALUES (new.seq, new.content, new.tags, new.category, new.agent_id);
+END;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
+    ("0003_sequence_index", _SEQUENCE),
+    ("0004_fts_agent", _FTS_AGENT),
 ]
 
 

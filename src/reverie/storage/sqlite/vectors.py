@@ -37,13 +37,14 @@ class SqliteVectors:
 
         return self._db.write(work)
 
-    def pending(self, model: str, limit: int) -> list[tuple[str, str]]:
+    def pending(self, model: str, limit: int, after: int = 0) -> list[tuple[int, str, str]]:
         sql = (
-            "SELECT f.id, f.content FROM facts f LEFT JOIN fact_vectors v ON v.fact_id = f.id AND v.model = ?"
-            " WHERE v.fact_id IS NULL ORDER BY f.seq LIMIT ?"
+            "SELECT f.seq, f.id, f.content FROM facts f"
+            " WHERE f.seq > ? AND NOT EXISTS (SELECT 1 FROM fact_vectors v WHERE v.fact_id = f.id AND v.model = ?)"
+            " ORDER BY f.seq LIMIT ?"
         )
-        rows = self._db.read(lambda c: c.execute(sql, (model, limit)).fetchall())
-        return [(str(r[0]), str(r[1])) for r in rows]
+        rows = self._db.read(lambda c: c.execute(sql, (after, model, limit)).fetchall())
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     def snapshot(self, agent_id: str, model: str) -> VectorSnapshot:
         def work(c: sqlite3.Connection) -> VectorSnapshot:

@@ -1,0 +1,202 @@
+"""``reverie bench ...``: recall on LoCoMo and speed at scale, each with its baselines from the same run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Table
+
+from reverie.bench.latency import LatencyReport, run_latency
+from reverie.bench.locomo import load_locomo
+from reverie.bench.recall import DEFAULT_KS, MODES, ModeResult, RecallReport, run_recall
+from reverie.cli.common import JsonOption, console, emit_json, err_console, fail
+from reverie.errors import ReverieError, ValidationError
+
+app = typer.Typer(help="Benchmarks: recall on LoCoMo, and speed at scale.", no_args_is_help=True)
+DATASETS = ("locomo",)
+
+
+def _progress(message: str) -> None:
+    err_console.print(f"[dim]{escape(message)}[/]")
+
+
+@app.command()
+def recall(
+    path: Path = typer.Argument(..., help="The dataset file, e.g. locomo10.json (never copied into the store)."),
+    dataset: str = typer.Option("locomo", "--dataset", help="The dataset's format: locomo."),
+    mode: str = typer.Option("all", "--mode", help="bm25, vector, hybrid, or all (each on the same store)."),
+    limit_conversations: int | None = typer.Option(
+        None, "--limit-conversations", help="Only the first N conversations (a quick look)."
+    ),
+    store: Path | None = typer.Option(
+        None, "--store", help="Ingest into this new, empty directory and keep it (default: a temporary one)."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Recall@k of every question: each conversation in its own scope, one memory per turn."""
+    try:
+        if dataset not in DATASETS:
+            raise ValidationError(f"--dataset must be one of {', '.join(DATASETS)}, got {dataset!r}", field="dataset")
+        if mode != "all" and mode not in MODES:
+            raise ValidationError(f"--mode must be bm25, vector, hybrid or all, got {mode!r}", field="mode")
+        modes = MODES if mode == "all" else (mode,)
+        report = run_recall(
+            load_locomo(path),
+            modes=modes,
+            ks=DEFAULT_KS,
+            store=store,
+            limit_conversations=limit_conversations,
+            progress=_progress,
+        )
+    except ReverieError as exc:
+        fail(exc)
+    if as_json:
+        emit_json(report)
+    else:
+        render_recall(report)
+
+
+@app.command()
+def latency(
+    n: list[int] | None = typer.Option(None, "--n", help="Store size (repeatable; default 10000)."),
+    searches: int = typer.Option(200, "--searches", help="Searches per mode and size."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Save and embedding throughput, search latency with and without query embedding, memory, disk size."""
+    try:
+        report = run_latency(list(n or [10_000]), searches=searches, progress=_progress)
+    except ReverieError as exc:
+        fail(exc)
+    if as_json:
+        emit_json(report)
+    else:
+        render_latency(report)
+
+
+# -- rendering -------------------------------------------------------------------------------------------
+def _num(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _print_table(table: Table) -> None:
+    """Print at the table's natural width even past the console's (a pipe is 80 columns): recall tables
+    are read and diffed as text, and a truncated cell would hide a number."""
+    wanted = Measurement.get(console, console.options.update(max_width=1000), table).maximum
+    if wanted <= console.width:
+        console.print(table)
+    else:  # Console.print caps width at the console's; a wider console on the same stream does not
+        Console(file=console.file, width=wanted, highlight=False).print(table)
+
+
+def _table(title: str, first: str, ks: tuple[int, ...]) -> Table:
+    """A recall table: ``first`` (category or mode), turn@k..., session@k..., n; compact enough for 80 columns."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column(first, no_wrap=True)
+    for k in ks:
+        table.add_column(f"turn@{k}", justify="right", no_wrap=True)
+    for k in ks:
+        table.add_column(f"session@{k}", justify="right", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    return table
+
+
+def _mode_table(result: ModeResult, ks: tuple[int, ...]) -> Table:
+    ran = ", ".join(f"{m}: {count}" for m, count in sorted(result.ran_as.items()))
+    title = (
+        f"mode {result.mode} (ran as {ran}; search p50 {result.latency_p50_ms:.1f} ms, "
+        f"p95 {result.latency_p95_ms:.1f} ms)"
+    )
+    table = _table(title, "category", ks)
+    for row in result.rows:
+        style = "bold" if row.label in ("1-4", "1-5") else None
+        cells = [_num(row.turn[k]) for k in ks] + [_num(row.session[k]) for k in ks]
+        table.add_row(row.label, *cells, str(row.n), style=style)
+    return table
+
+
+def _comparison_table(report: RecallReport, label: str) -> Table:
+    ks = report.ks
+    table = _table(f"categories {label}, every mode on the same store", "mode", ks)
+    table.add_column("p50 ms", justify="right", no_wrap=True)
+    table.add_column("p95 ms", justify="right", no_wrap=True)
+    for result in report.modes:
+        row = next(r for r in result.rows if r.label == label)
+        cells = [_num(row.turn[k]) for k in ks] + [_num(row.session[k]) for k in ks]
+        table.add_row(result.mode, *cells, str(row.n), f"{result.latency_p50_ms:.1f}", f"{result.latency_p95_ms:.1f}")
+    return table
+
+
+def render_recall(report: RecallReport) -> None:
+    d, ing = report.dataset, report.ingestion
+    console.print(
+        f"[bold]LoCoMo[/]: {d.conversations} conversations, {d.sessions} sessions, {d.turns} turns; questions "
+        + ", ".join(f"{escape(label)} {count}" for label, count in d.questions.items())
+    )
+    cleaning = d.cleaning
+    console.print(
+        f"cleaning: {cleaning.ids_fixed} evidence ids rewritten, {len(cleaning.ids_dropped)} dropped "
+        f"({escape(', '.join(cleaning.ids_dropped)) or 'none'}), {len(cleaning.questions_dropped)} questions "
+        "without evidence dropped"
+    )
+    console.print(
+        f"ingestion: {ing.memories} memories saved in {ing.save_seconds:.2f} s; {ing.embedded} embedded in "
+        f"{ing.embed_seconds:.2f} s ({_rate(ing.embed_rate)} texts/s, model {escape(str(ing.model))})"
+    )
+    knobs = ", ".join(f"{name} {value}" for name, value in report.recall_settings.items())
+    console.print(f"recall settings: {escape(knobs)}")
+    for note in report.notes:
+        console.print(f"[dim]note: {escape(note)}[/]")
+    for result in report.modes:
+        console.print()
+        _print_table(_mode_table(result, report.ks))
+        for note in result.notes:
+            console.print(f"[yellow]note:[/] {escape(note)}")
+    if len(report.modes) > 1:
+        for label in ("1-4", "1-5"):
+            console.print()
+            _print_table(_comparison_table(report, label))
+
+
+def render_latency(report: LatencyReport) -> None:
+    ingest = Table(
+        title="ingestion (save_many in batches of 500, then embed_pending)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    for name in ("n", "save entries/s", "embed texts/s", "model alone texts/s", "save+embed entries/s", "model"):
+        ingest.add_column(name, justify="left" if name == "model" else "right")
+    search = Table(title="search (limit 10) and footprint", title_justify="left", box=box.SIMPLE_HEAD)
+    for name in ("n", "hybrid p50 ms", "hybrid p95 ms", "bm25 p50 ms", "bm25 p95 ms", "first search ms"):
+        search.add_column(name, justify="right")
+    search.add_column("peak RSS MiB", justify="right")
+    search.add_column("DB MiB", justify="right")
+    for r in report.results:
+        ingest.add_row(
+            f"{r.n:,}", _rate(r.save_rate), _rate(r.embed_rate), _rate(r.model_rate), _rate(r.total_rate),
+            escape(str(r.model)),
+        )  # fmt: skip
+        by_mode = {s.mode: s for s in r.searches}
+        hybrid, bm25 = by_mode["hybrid"], by_mode["bm25"]
+        search.add_row(
+            f"{r.n:,}", f"{hybrid.p50_ms:.1f}", f"{hybrid.p95_ms:.1f}", f"{bm25.p50_ms:.1f}", f"{bm25.p95_ms:.1f}",
+            f"{r.first_search_ms:.0f}", _num(r.peak_rss_mb, 0), f"{r.db_bytes / 2**20:.1f}",
+        )  # fmt: skip
+    _print_table(ingest)
+    console.print()
+    _print_table(search)
+    for r in report.results:
+        hybrid = next(s for s in r.searches if s.mode == "hybrid")
+        degraded = {m: c for m, c in hybrid.ran_as.items() if m != "hybrid"}
+        if degraded:
+            console.print(f"[yellow]note:[/] n={r.n}: hybrid searches ran as {escape(str(degraded))}")
+    for note in report.notes:
+        console.print(f"[dim]note: {escape(note)}[/]")
