@@ -62,12 +62,13 @@ class EmbeddingSettings(_Section):
 
 
 class RecallSettings(_Section):
-    semantic_weight: float = Field(0.5, ge=0, le=1, description="weight of the vector signal in hybrid fusion")
+    # Seed 000 averages the two signals (0.5); 0.35 measured better on LoCoMo with MiniLM (docs/adr/0005).
+    semantic_weight: float = Field(0.35, ge=0, le=1, description="weight of the vector signal in hybrid fusion")
     candidates: int = Field(50, ge=1, le=10_000, description="candidates per signal before fusion")
     min_similarity: float | None = Field(None, ge=0, le=1, description="vector floor; default: the model's own")
     agent_min_similarity: dict[str, float] = Field(default_factory=dict, description="per-agent vector floors")
     neighbour_share: float = Field(
-        0.0, ge=0, le=1, description="share of a sequence neighbour's score an entry takes (metadata.thread/position)"
+        0.3, ge=0, le=1, description="share of a sequence neighbour's score an entry takes (metadata.thread/position)"
     )
     vector_backend: str = Field("memory", description="memory: the in-process exact index; http: an external service")
     vector_store_url: str | None = Field(None, description="http backend: the service's base URL")

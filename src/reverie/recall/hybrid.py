@@ -31,7 +31,7 @@ VECTOR_OVERFETCH = 2
 class RecallConfig:
     """Knobs of hybrid recall; the engine fills them from Settings."""
 
-    semantic_weight: float = 0.5
+    semantic_weight: float = 0.35
     candidates: int = 50  # per signal, before fusion
     min_similarity: float | None = None  # deployment default; None: the model's calibrated floor
     agent_min_similarity: tuple[tuple[str, float], ...] = ()
@@ -39,7 +39,7 @@ class RecallConfig:
     query_cache_size: int = 512
     # Entries in a sequence (metadata.thread + metadata.position) take this share of their best
     # neighbour's score; 0 turns it off. Entries without a thread are unaffected.
-    neighbour_share: float = 0.0
+    neighbour_share: float = 0.3
 
 
 class QueryEmbeddings:
