@@ -201,6 +201,6 @@ def test_sequence_neighbours_share_relevance_when_enabled(tmp_path: Path) -> Non
         with reverie.open(tmp_path / f"share-{share}", embedding=HASH, recall={"neighbour_share": share}) as rv:
             saved = rv.memory.save_many(items)
             rv.embed_pending()
-            found = ids(rv.memory.search("good bakery near the office", mode="bm25", limit=2))
+            found = ids(rv.memory.search("good bakery near the office", mode="hybrid", limit=2))
             assert found[0] == saved[0].id
             assert (saved[1].id in found) is expect_answer

@@ -117,7 +117,8 @@ class HybridSearch:
             scores = fusion.fuse(lexical, semantic, semantic_weight=self.config.semantic_weight)
         else:
             scores = fusion.minmax(lexical if wanted == "bm25" else semantic)
-        if self.config.neighbour_share > 0:
+        if wanted == "hybrid" and self.config.neighbour_share > 0:
+            # Only the full pipeline: "bm25" and "vector" stay the plain single signals (the baselines).
             scores = self._spread(scores, entries, flt, limit)
         hits = [
             SearchHit(entries[i], score, _matched_by(i, lexical, semantic)) for i, score in fusion.ranked(scores, limit)
