@@ -15,35 +15,21 @@ connection) so shutdown never waits on an idle keep-alive connection.
 from __future__ import annotations
 
 import json
-import socketserver
-import threading
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, Literal
 
 from reverie.embed.hashing import HashEmbedder
+from reverie.testing._loopback import LoopbackServer, RecordedRequest, Reply
+
+__all__ = ["RecordedRequest", "ScriptedOpenAIServer"]
 
 MalformKind = Literal["count", "dim", "json"]
 _MALFORM_KINDS = ("count", "dim", "json")
 
 
-class RecordedRequest(NamedTuple):
-    """One request the server received. Header names are lower-cased; ``body`` is ``None`` if not JSON."""
-
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-class _Reply(NamedTuple):
-    status: int
-    body: bytes
-
-
-def _error(status: int, message: str, kind: str = "invalid_request_error") -> _Reply:
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> Reply:
     payload = {"error": {"message": message, "type": kind, "param": None, "code": None}}
-    return _Reply(status, json.dumps(payload).encode())
+    return Reply(status, json.dumps(payload).encode())
 
 
 def _words(value: Any) -> int:
@@ -55,70 +41,29 @@ def _words(value: Any) -> int:
     return 0
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(LoopbackServer):
     """A context manager: binds 127.0.0.1 on a free port on enter, stops and joins its threads on exit."""
 
     def __init__(self, *, dim: int = 64, scale: float = 1.0, reverse_data: bool = False) -> None:
         """``scale`` multiplies every vector (so clients must normalise); ``reverse_data`` lists ``data``
         in reverse order with correct ``index`` fields (so clients must sort by index)."""
+        super().__init__()
         self._embedder = HashEmbedder(dim)
         self._scale = scale
         self._reverse = reverse_data
-        self._lock = threading.Lock()
-        self._closing = threading.Event()
         self._chat: deque[str] = deque()
         self._delays: deque[float] = deque()
-        self._faults: deque[_Reply] = deque()
+        self._faults: deque[Reply] = deque()
         self._malforms: deque[MalformKind] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle ---------------------------------------------------------------------------------------
-
-    def start(self) -> ScriptedOpenAIServer:
-        if self._httpd is not None:
-            raise RuntimeError("the server is already running")
-        httpd = _HTTPServer(self)
-        self._closing.clear()
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="scripted-openai", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        httpd, thread, self._httpd, self._thread = self._httpd, self._thread, None, None
-        if httpd is None or thread is None:
-            return
-        self._closing.set()  # wakes any request waiting in delay_next
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-
-    def __enter__(self) -> ScriptedOpenAIServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+    thread_name = "scripted-openai"
 
     @property
     def url(self) -> str:
         """The base URL, ending in ``/v1`` (what OpenAI clients call ``base_url``)."""
-        if self._httpd is None:
-            raise RuntimeError("the server is not running; use it as a context manager")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return self.origin + "/v1"
 
     # -- scripting and inspection ------------------------------------------------------------------------
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request so far, in arrival order (a copy)."""
-        with self._lock:
-            return list(self._requests)
 
     @property
     def dim(self) -> int:
@@ -132,7 +77,7 @@ class ScriptedOpenAIServer:
     def fail_next(self, status: int, body: str = '{"error": {"message": "injected failure"}}') -> None:
         """The next request (of any path) answers ``status`` with ``body``. Calls queue up."""
         with self._lock:
-            self._faults.append(_Reply(status, body.encode()))
+            self._faults.append(Reply(status, body.encode()))
 
     def delay_next(self, seconds: float) -> None:
         """The next request waits ``seconds`` before answering (cut short when the server stops)."""
@@ -149,7 +94,7 @@ class ScriptedOpenAIServer:
 
     # -- answering (called from request threads) ---------------------------------------------------------
 
-    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> _Reply:
+    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> Reply:
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
@@ -170,7 +115,7 @@ class ScriptedOpenAIServer:
             return self._chat_completion(body)
         return _error(404, f"no route for POST {path}")
 
-    def _embeddings(self, body: dict[str, Any]) -> _Reply:
+    def _embeddings(self, body: dict[str, Any]) -> Reply:
         inputs = [body["input"]] if isinstance(body.get("input"), str) else body.get("input")
         if not isinstance(body.get("model"), str) or not isinstance(inputs, list):
             return _error(400, "'model' must be a string and 'input' a string or a list of strings")
@@ -179,7 +124,7 @@ class ScriptedOpenAIServer:
         with self._lock:
             malform = self._malforms.popleft() if self._malforms else None
         if malform == "json":
-            return _Reply(200, b'{"object": "list", "data": [')
+            return Reply(200, b'{"object": "list", "data": [')
         vectors = (self._embedder.embed(inputs) * self._scale).tolist() if inputs else []
         data = [{"object": "embedding", "index": i, "embedding": vector} for i, vector in enumerate(vectors)]
         if malform == "count":
@@ -190,9 +135,9 @@ class ScriptedOpenAIServer:
             data.reverse()
         usage = {"prompt_tokens": _words(inputs), "total_tokens": _words(inputs)}
         payload = {"object": "list", "data": data, "model": body["model"], "usage": usage}
-        return _Reply(200, json.dumps(payload).encode())
+        return Reply(200, json.dumps(payload).encode())
 
-    def _chat_completion(self, body: dict[str, Any]) -> _Reply:
+    def _chat_completion(self, body: dict[str, Any]) -> Reply:
         if body.get("stream"):
             return _error(400, "the scripted server does not stream")
         with self._lock:
@@ -208,40 +153,4 @@ class ScriptedOpenAIServer:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
         }
-        return _Reply(200, json.dumps(payload).encode())
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    """Binds 127.0.0.1 on a free port; ``server_close`` joins the request threads (they are not daemons)."""
-
-    daemon_threads = False
-
-    def __init__(self, scripted: ScriptedOpenAIServer) -> None:
-        self.scripted = scripted
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def server_bind(self) -> None:
-        socketserver.TCPServer.server_bind(self)  # HTTPServer's version adds a reverse DNS lookup
-        self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Reads one POST, asks the ScriptedOpenAIServer for the reply, writes it. Logs nothing."""
-
-    def do_POST(self) -> None:  # the name http.server dispatches to
-        scripted = cast(_HTTPServer, self.server).scripted
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length > 0 else b""
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        reply = scripted._answer(self.path, headers, raw)
-        try:
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply.body)))
-            self.end_headers()
-            self.wfile.write(reply.body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout test); nothing to answer
-
-    def log_message(self, format: str, *args: Any) -> None:  # silence the stdlib's stderr log
-        return
+        return Reply(200, json.dumps(payload).encode())

@@ -19,16 +19,13 @@ from __future__ import annotations
 
 import json
 import math
-import socketserver
-import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, cast
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
-from reverie.testing.openai_server import RecordedRequest
+from reverie.testing._loopback import LoopbackServer, RecordedRequest
 
 BASE_PATH = "/collections/memories"
 ENDPOINTS = ("insert", "search", "delete", "get_embeddings")
@@ -79,64 +76,42 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return 0.0 if na == 0 or nb == 0 else sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)
 
 
-class LoopbackVectorServer:
+class LoopbackVectorServer(LoopbackServer):
     """A context manager: binds 127.0.0.1 on a free port on enter, stops and joins its threads on exit."""
 
     def __init__(self, *, ignore_filter: bool = False, inject_ids: Sequence[str | dict[str, Any]] = ()) -> None:
+        super().__init__()
         self.ignore_filter = ignore_filter
         self.inject_ids: list[str | dict[str, Any]] = list(inject_ids)
-        self._lock = threading.Lock()
-        self._closing = threading.Event()
         self._vectors: dict[str, StoredVector] = {}
         self._scripted: deque[_Scripted] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle ---------------------------------------------------------------------------------------
-    def start(self) -> LoopbackVectorServer:
-        if self._httpd is not None:
-            raise RuntimeError("the server is already running")
-        httpd = _HTTPServer(self)
-        self._closing.clear()
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="loopback-vectors", daemon=True
-        )
-        self._thread.start()
-        return self
+    thread_name = "loopback-vectors"
 
-    def close(self) -> None:
-        httpd, thread, self._httpd, self._thread = self._httpd, self._thread, None, None
-        if httpd is None or thread is None:
+    def _write(self, handler: BaseHTTPRequestHandler, reply: _Reply) -> None:
+        if not reply.oversize:
+            super()._write(handler, reply)
             return
-        self._closing.set()  # wakes any request waiting in delay_next
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-
-    def __enter__(self) -> LoopbackVectorServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", "application/json")
+        head, tail = b'{"results": [], "pad": "', b'"}'
+        if reply.declare_length:
+            handler.send_header("Content-Length", str(reply.oversize))
+        handler.end_headers()
+        handler.wfile.write(head)
+        left = reply.oversize - len(head) - len(tail)
+        while left > 0:
+            step = min(left, _CHUNK)
+            handler.wfile.write(b"x" * step)
+            left -= step
+        handler.wfile.write(tail)
 
     @property
     def url(self) -> str:
         """The base URL clients append ``/insert`` etc. to."""
-        if self._httpd is None:
-            raise RuntimeError("the server is not running; use it as a context manager")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}{BASE_PATH}"
+        return self.origin + BASE_PATH
 
     # -- scripting and inspection ------------------------------------------------------------------------
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request so far, in arrival order (a copy); ``path`` is relative to the base URL."""
-        with self._lock:
-            return list(self._requests)
-
     def calls(self, endpoint: str) -> list[Any]:
         """The JSON bodies of the requests to one endpoint (``"insert"``, ``"search"``, ...), in order."""
         return [r.body for r in self.requests if r.path == f"/{endpoint}"]
@@ -260,55 +235,3 @@ def _endpoint(endpoint: str | None) -> str | None:
     if endpoint is not None and endpoint not in ENDPOINTS:
         raise ValueError(f"endpoint must be one of {ENDPOINTS}")
     return endpoint
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    """Binds 127.0.0.1 on a free port; ``server_close`` joins the request threads (they are not daemons)."""
-
-    daemon_threads = False
-
-    def __init__(self, owner: LoopbackVectorServer) -> None:
-        self.owner = owner
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def server_bind(self) -> None:
-        socketserver.TCPServer.server_bind(self)  # HTTPServer's version adds a reverse DNS lookup
-        self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Reads one POST, asks the LoopbackVectorServer for the reply, writes it. Logs nothing."""
-
-    def do_POST(self) -> None:  # the name http.server dispatches to
-        owner = cast(_HTTPServer, self.server).owner
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length > 0 else b""
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        reply = owner._answer(self.path, headers, raw)
-        try:
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            if reply.oversize:
-                self._write_oversize(reply)
-                return
-            self.send_header("Content-Length", str(len(reply.body)))
-            self.end_headers()
-            self.wfile.write(reply.body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout or a size cap); nothing to answer
-
-    def _write_oversize(self, reply: _Reply) -> None:
-        head, tail = b'{"results": [], "pad": "', b'"}'
-        if reply.declare_length:
-            self.send_header("Content-Length", str(reply.oversize))
-        self.end_headers()
-        self.wfile.write(head)
-        left = reply.oversize - len(head) - len(tail)
-        while left > 0:
-            step = min(left, _CHUNK)
-            self.wfile.write(b"x" * step)
-            left -= step
-        self.wfile.write(tail)
-
-    def log_message(self, format: str, *args: Any) -> None:  # silence the stdlib's stderr log
-        return
