@@ -170,6 +170,9 @@ class SqliteFacts:
 
     def get_many(self, entry_ids: list[str], flt: FactFilter) -> list[MemoryEntry]:
         where, params = _visible(flt)
+        # Unary "+" keeps the planner on the id index: with the agent_id index it scanned the agent's
+        # every row (15x slower at 10k entries).
+        where = where.replace("f.agent_id = ?", "+f.agent_id = ?", 1)
         out: list[MemoryEntry] = []
         for start in range(0, len(entry_ids), 500):  # stay under SQLite's bound-parameter limit
             chunk = entry_ids[start : start + 500]
