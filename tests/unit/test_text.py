@@ -12,10 +12,7 @@ from hypothesis import strategies as st
 from reverie.core.text import (
     MAX_QUERY_TERMS,
     STOPWORDS,
-    category_words,
-    document_text,
     fts_match,
-    like_pattern,
     preview,
     query_terms,
 )
@@ -176,55 +173,6 @@ def test_query_terms_ignore_case(text: str) -> None:
     terms = query_terms(text)
     assert all(t == t.lower() for t in terms)
     assert query_terms(text.upper()) == terms == query_terms(text.lower())
-
-
-# --- like_pattern --------------------------------------------------------------------------------
-
-
-def test_like_pattern_wraps_in_wildcards() -> None:
-    assert like_pattern("lisbon") == "%lisbon%"
-
-
-def test_like_pattern_escapes_wildcards_and_escape_char() -> None:
-    assert like_pattern(r"50%_off\x") == r"%50\%\_off\\x%"
-
-
-# --- category_words / document_text --------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("category", "words"),
-    [
-        ("user-preferences/timezone", "user preferences timezone"),
-        ("anti-patterns/file-operations", "anti patterns file operations"),
-        ("general", "general"),
-        ("a/b/c", "a b c"),
-        ("snake_case/x", "snake case x"),
-        ("a--b//c", "a b c"),
-        ("-lead/trail-", "lead trail"),
-        ("", ""),
-    ],
-)
-def test_category_words(category: str, words: str) -> None:
-    assert category_words(category) == words
-
-
-def test_document_text_is_content_then_tags_then_category_words() -> None:
-    text = document_text("User is in Chicago", ("tz", "location"), "user-preferences/timezone")
-    assert text == "User is in Chicago tz location user preferences timezone"
-
-
-def test_document_text_without_tags() -> None:
-    assert document_text("fact", (), "general") == "fact general"
-
-
-def test_document_text_skips_empty_parts() -> None:
-    assert document_text("fact", (), "") == "fact"
-    assert document_text("", ("a",), "") == "a"
-
-
-def test_document_text_keeps_content_verbatim() -> None:
-    assert document_text("Don't use search_files!", ("x",), "a").startswith("Don't use search_files! ")
 
 
 # --- preview -------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Text rules for search: query terms, FTS-safe match expressions, LIKE patterns, the BM25 document.
+"""Text rules for search: query terms, FTS-safe match expressions, previews.
 
 Invariant: ``fts_match`` only ever emits double-quoted alphanumeric terms joined by OR, so no user input
 can reach FTS5's query syntax (quotes, ``*``, ``NEAR(``, ``-``, ``:``, parentheses) and a search never
@@ -12,7 +12,6 @@ import re
 # FTS5's unicode61 tokenizer splits on everything that is not a letter or a digit, including "_";
 # matching that here keeps the terms we quote identical to the tokens it indexed.
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
-_CATEGORY_SEPARATORS = re.compile(r"[/\-_]+")
 MAX_QUERY_TERMS = 64
 
 # Function words carry no topic; OR-ing them in would match nearly every entry. Dropped only when the
@@ -42,22 +41,6 @@ def fts_match(terms: list[str]) -> str | None:
         return None
     # Terms hold only letters and digits, so quoting cannot be broken out of; the replace is a belt.
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-
-
-def like_pattern(needle: str) -> str:
-    """A LIKE pattern matching ``needle`` anywhere, with ``\\`` as the escape character."""
-    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def category_words(category: str) -> str:
-    """The category as BM25 reads it: ``user-preferences/timezone`` -> ``user preferences timezone``."""
-    return _CATEGORY_SEPARATORS.sub(" ", category).strip()
-
-
-def document_text(content: str, tags: tuple[str, ...], category: str) -> str:
-    """The text BM25 ranks an entry by: content, then tags, then the category as words (seed 000)."""
-    return " ".join(part for part in (content, " ".join(tags), category_words(category)) if part)
 
 
 def preview(text: str, limit: int = 120) -> str:

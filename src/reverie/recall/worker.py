@@ -13,11 +13,10 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-import time
 
 from reverie.clock import Clock
 from reverie.embed.base import Embedder
-from reverie.errors import EmbeddingError, ReverieError
+from reverie.errors import ReverieError
 from reverie.storage.base import Store
 
 log = logging.getLogger("reverie.embedding")
@@ -104,11 +103,10 @@ class EmbeddingWorker:
                 self.last_error = None
                 backoff = 1.0
                 self._wake.wait(self._poll)
-            except (EmbeddingError, ReverieError) as exc:
+            except ReverieError as exc:  # EmbeddingError included
                 # Trigger: the embedder (or the store) failed. Outcome: entries stay pending; retry later.
                 self.last_error = str(exc)
                 log.warning("embedding failed, retrying in %.0f s: %s", backoff, exc)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 60.0)
             self._wake.clear()
-            time.sleep(0)  # let a saving thread run between batches
