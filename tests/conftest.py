@@ -76,9 +76,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> I
 def rv(tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
     """An engine on a temp directory with a fake clock and the deterministic hash embedder, embedding
     only when a test calls ``rv.embed_pending()`` (no background thread)."""
-    with reverie.open(
-        tmp_path / "home", clock=clock, embedding={"provider": "hash", "background": False}
-    ) as engine:
+    with reverie.open(tmp_path / "home", clock=clock, embedding={"provider": "hash", "background": False}) as engine:
         yield engine
 
 

@@ -3,22 +3,37 @@ interfaces) that reads Settings or the environment."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from reverie.clock import Clock, SystemClock
+from reverie.core.aging import ImportanceDecay, RetentionParams
+from reverie.core.coverage import Vocabulary, load_vocabulary
 from reverie.embed.base import Embedder
 from reverie.embed.resolve import make_embedder
-from reverie.errors import ConfigError, ModelMismatch
+from reverie.errors import ConfigError, ModelMismatch, ReverieError
+from reverie.llm.base import LLM
+from reverie.llm.resolve import make_llm
+from reverie.llm.usage import UsageLedger
+from reverie.memory.aging import Aging, AgingConfig
+from reverie.memory.dedup import DedupConfig, Deduplicator
+from reverie.memory.expansion import ExpansionQueue, expandable
+from reverie.memory.lint import LintConfig, MemoryLint
 from reverie.memory.longterm import LongTermConfig, LongTermMemory
+from reverie.prompts import MEMORY_RULES, read_prompt
 from reverie.recall.http_backend import HttpVectorBackend
 from reverie.recall.hybrid import HybridSearch, RecallConfig
+from reverie.recall.index import VectorIndex
 from reverie.recall.worker import EmbeddingWorker
 from reverie.settings import Settings, home_from_env, load_settings
 from reverie.storage import is_database_file, is_url, open_store, store_url
 from reverie.storage.base import Store, StoreOptions
 from reverie.types import HealthReport, PurgeReport, StoreStats
+
+log = logging.getLogger("reverie")
+VOCABULARY_FILE = "merge-coverage-vocabulary.json"
 
 
 class Reverie:
@@ -28,13 +43,18 @@ class Reverie:
         memory: long-term memory (save, search, browse, archive, restore, history, ...).
         recall: the hybrid search component (BM25 + vectors) memory searches with.
         embedder: the embedding provider, or None when ``embedding.provider = "none"``.
+        llm: the chat client (``reverie.llm.LLM``), or None when ``llm.provider = "none"`` (the default).
         embedding: the background embedding worker, or None without an embedder.
+        lint: memory_lint, confidence and explain (``reverie.memory.lint``); reads only.
+        expansion: the background expansion of saves into focused facts, or None without an LLM (or with
+            ``memory.expansion_enabled = false``).
         settings: the settings it was built from.
         store: the storage backend (for tools that need it; services are the usual way in).
     """
 
     def __init__(self, settings: Settings, *, clock: Clock | None = None, reindex: bool = False) -> None:
         self.settings = settings
+        aging = _aging_config(settings)  # a bad [decay] section fails before anything is opened
         self.clock: Clock = clock or SystemClock()
         self.store: Store = _open_store(settings, self.clock)
         try:
@@ -42,6 +62,7 @@ class Reverie:
             if self.embedder is not None:
                 _check_model(self.store, self.embedder, adopt=reindex)
             self._vector_backend = _vector_backend(settings, self.store, self.embedder)
+            self.llm: LLM | None = make_llm(settings.llm, ledger=UsageLedger(clock=self.clock))
         except BaseException:
             self.store.close()
             raise
@@ -56,23 +77,69 @@ class Reverie:
                 agent_min_similarity=tuple(sorted(r.agent_min_similarity.items())),
                 model_min_similarity=getattr(self.embedder, "default_min_similarity", DEFAULT_MIN_SIMILARITY),
                 neighbour_share=r.neighbour_share,
+                lexical=r.lexical,
             ),
             vectors=self._vector_backend,
+        )
+        self.aging = Aging(
+            self.store, self.clock, aging, model=self.embedder.model_id if self.embedder is not None else None
+        )
+        self.dedup = Deduplicator(
+            self.store, self.clock, _dedup_config(settings), vocabulary=self.coverage_vocabulary, recall=self.recall
         )
         self.embedding: EmbeddingWorker | None = None
         if self.embedder is not None:
             self.embedding = EmbeddingWorker(
-                self.store, self.embedder, self.clock, max_input_chars=settings.embedding.max_input_chars
+                self.store,
+                self.embedder,
+                self.clock,
+                max_input_chars=settings.embedding.max_input_chars,
+                on_embedded=self.dedup.fold_embedded,
             )
             if settings.embedding.background:
                 self.embedding.start()
+        self.expansion: ExpansionQueue | None = None
+        expands = self.llm is not None and settings.memory.expansion_enabled
+        self.lint = MemoryLint(
+            self.store,
+            self.clock,
+            _lint_config(settings),
+            vocabulary=self.coverage_vocabulary,
+            recall=self.recall,
+            retention=self.aging.score,
+        )
         self.memory = LongTermMemory(
             self.store,
             self.clock,
             _longterm_config(settings),
             recall=self.recall,
-            on_saved=self.embedding.notify if self.embedding else None,
+            on_saved=self._saved,
+            dedup=self.dedup,
+            on_read=self.aging.note_reads,
+            expand=expandable if expands else None,
+            confidence=self.lint.confidences,
         )
+        if expands and self.llm is not None:
+            self.expansion = ExpansionQueue(self.store, self.llm, self.clock, self.memory, rules=self.memory_rules)
+            if settings.memory.expansion_background:
+                self.expansion.start()
+
+    def _saved(self) -> None:
+        """Entries were saved: wake the background workers."""
+        if self.embedding is not None:
+            self.embedding.notify()
+        if self.expansion is not None:
+            self.expansion.notify()
+
+    def memory_rules(self) -> str:
+        """The expansion prompt, re-read on every call (an edit takes effect at the next run):
+        ``<home>/memory-rules.md`` when present and not empty, else the built-in one."""
+        return read_prompt(MEMORY_RULES, self.settings.home)
+
+    def coverage_vocabulary(self) -> Vocabulary:
+        """The merge coverage vocabulary, re-read on every call (seed 001: edited files take effect at the next
+        pass): ``<home>/merge-coverage-vocabulary.json`` when present, else the built-in baseline."""
+        return load_vocabulary(self.settings.home / VOCABULARY_FILE)
 
     @property
     def url(self) -> str:
@@ -107,6 +174,12 @@ class Reverie:
         one-shot CLI commands). Returns how many were embedded; 0 without an embedder."""
         return 0 if self.embedding is None else self.embedding.embed_pending(limit)
 
+    def expand_pending(self, limit: int | None = None) -> int:
+        """Expand every saved entry still waiting for its expansion, now, in this thread (tests, one-shot CLI
+        commands). Returns how many were expanded; 0 without an LLM. Stops early while the LLM is busy with a
+        user turn; raises ``LLMError`` when the LLM fails (the entries stay pending)."""
+        return 0 if self.expansion is None else self.expansion.expand_pending(limit)
+
     def embedding_status(self) -> dict[str, object]:
         """The active model, vectors per model, and how many entries wait for a vector."""
         counts = self.store.vectors.counts()
@@ -125,10 +198,20 @@ class Reverie:
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def close(self) -> None:
+        if self.expansion is not None:
+            self.expansion.stop(0)  # ask first: closing the client below then cuts its call short
+        if self.llm is not None:
+            self.llm.close()
+        if self.expansion is not None:
+            self.expansion.stop()
         if self.embedding is not None:
             self.embedding.stop()
         if self._vector_backend is not None:
             self._vector_backend.close()
+        try:
+            self.aging.flush_reads()  # reads noted since the last flush keep their entries warm
+        except ReverieError as exc:  # a store that cannot be written now must still close
+            log.warning("could not record recent reads: %s", exc)
         self.store.close()
 
     def __enter__(self) -> Reverie:
@@ -198,13 +281,17 @@ def _embedder(settings: Settings) -> Embedder | None:
     )
 
 
-def _vector_backend(settings: Settings, store: Store, embedder: Embedder | None) -> HttpVectorBackend | None:
-    """The external vector backend ``recall.vector_backend`` names; None for the in-process index (or
-    without an embedder, when no vector search runs at all). Settings validation has already refused an
-    unknown backend, or "http" without a URL, by name."""
+def _vector_backend(
+    settings: Settings, store: Store, embedder: Embedder | None
+) -> HttpVectorBackend | VectorIndex | None:
+    """The vector backend ``recall.vector_backend`` names: the in-process index (with its ANN threshold)
+    or the external service; None without an embedder, when no vector search runs at all. Settings
+    validation has already refused an unknown backend, or "http" without a URL, by name."""
     r = settings.recall
-    if r.vector_backend == "memory" or embedder is None:
+    if embedder is None:
         return None
+    if r.vector_backend == "memory":
+        return VectorIndex(store, embedder.model_id, embedder.dim, ann_threshold=r.ann_threshold)
     if r.vector_store_url is None:  # only reachable with unvalidated settings (model_construct)
         raise ConfigError('recall.vector_backend = "http" needs recall.vector_store_url')
     return HttpVectorBackend(store, r.vector_store_url, embedder.model_id, embedder.dim)
@@ -222,6 +309,36 @@ def _check_model(store: Store, embedder: Embedder, *, adopt: bool) -> None:
         store.meta.set(ACTIVE_MODEL_KEY, embedder.model_id)
 
 
+def _aging_config(settings: Settings) -> AgingConfig:
+    d = settings.decay
+    try:
+        return AgingConfig(
+            importance=ImportanceDecay(
+                grace_days=d.importance_grace_days, half_life_days=d.importance_half_life_days, floor=d.importance_floor
+            ),
+            retention=RetentionParams(
+                default_half_life_days=d.retention_half_life_days,
+                tier_half_life_days=dict(d.half_life_days),
+                cold_below=d.cold_below,
+            ),
+            compact_cold_episodic=d.compact_cold_episodic,
+            dedup_cold_clusters=d.dedup_cold_clusters,
+            cluster_similarity=settings.memory.dedupe_similarity_threshold,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"[decay]: {exc}") from exc
+
+
+def _dedup_config(settings: Settings) -> DedupConfig:
+    m = settings.memory
+    return DedupConfig(
+        enabled=m.dedupe_enabled,
+        similarity_threshold=m.dedupe_similarity_threshold,
+        lexical_threshold=m.dedupe_lexical_similarity_threshold,
+        max_extended_chars=m.dedupe_max_extended_content_length,
+    )
+
+
 def _longterm_config(settings: Settings) -> LongTermConfig:
     m = settings.memory
     return LongTermConfig(
@@ -234,4 +351,13 @@ def _longterm_config(settings: Settings) -> LongTermConfig:
         archive_retention_days=m.archive_retention_days,
         protect_importance=m.pruning_protection_importance,
         protect_reinforcement=m.pruning_protection_reinforcement_count,
+        tombstone_days=settings.decay.tombstone_days,
+        belief_authority_weight=settings.recall.belief_authority_weight,
+    )
+
+
+def _lint_config(settings: Settings) -> LintConfig:
+    m = settings.memory
+    return LintConfig(
+        similarity=m.lint_similarity, lexical_similarity=m.lint_lexical_similarity, max_entries=m.lint_max_entries
     )

@@ -54,3 +54,19 @@ class VectorBackendError(ReverieError):
     """The external vector backend could not answer: connection refused, a timeout, a non-2xx status,
     or a body that is not the contract's JSON or exceeds the size cap. A search through it raises this
     (hybrid recall does not swallow it); nothing in the store was changed."""
+
+
+class LLMError(ReverieError):
+    """The LLM gave no usable answer: the endpoint failed after its retries, or the answer held no JSON
+    object fitting the schema. Nothing was applied from the call (a pass retries it next cycle).
+
+    ``status`` is the last HTTP status (None when no response arrived). ``reason`` names the failure:
+    ``http``, ``timeout``, ``connection``, ``response`` (a body that is not a chat completion), ``closed``,
+    or, for the answer itself, ``empty``, ``unfinished_reasoning``, ``no_object``, ``truncated``,
+    ``invalid`` (not JSON) and ``schema`` (JSON that fails the schema).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, reason: str = "http") -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason

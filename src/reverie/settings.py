@@ -45,6 +45,18 @@ class MemorySettings(_Section):
     archive_retention_days: float = Field(90.0, ge=0)
     pruning_protection_importance: float = Field(0.80, ge=0, le=1)
     pruning_protection_reinforcement_count: int = Field(5, ge=1)
+    # Save-time deduplication (seed 000's MemoryOptions).
+    dedupe_enabled: bool = Field(True, description="fold restated facts into the entry that already says them")
+    dedupe_similarity_threshold: float = Field(0.88, ge=0, le=1, description="cosine for a semantic match")
+    dedupe_lexical_similarity_threshold: float = Field(0.6, ge=0, le=1, description="token Jaccard for a match")
+    dedupe_max_extended_content_length: int = Field(2000, ge=1, description="an extension past this creates")
+    # Background expansion of saves into focused facts (seed 000's save_memory enrichment); needs an LLM.
+    expansion_enabled: bool = Field(True, description="with an LLM, expand each save into focused facts")
+    expansion_background: bool = Field(True, description="expand in a background thread; false: rv.expand_pending()")
+    # memory_lint (seed 003): pairs about the same topic that disagree on a specific.
+    lint_similarity: float = Field(0.75, ge=0, le=1, description="cosine from which two entries share a topic")
+    lint_lexical_similarity: float = Field(0.35, ge=0, le=1, description="the same, by token Jaccard (no vectors)")
+    lint_max_entries: int = Field(1000, ge=1, le=100_000, description="live entries a lint run examines")
 
 
 class EmbeddingSettings(_Section):
@@ -58,7 +70,39 @@ class EmbeddingSettings(_Section):
     max_input_chars: int = Field(30_000, ge=1, description="longer texts are truncated before embedding")
     timeout_seconds: float = Field(30.0, gt=0)
     background: bool = Field(True, description="embed in a background thread after each save")
-    threads: int | None = Field(None, ge=1, description="local provider: onnxruntime threads")
+    threads: int | None = Field(
+        None, ge=1, description="local provider: batches embedded at once (default: CPU count, at most 4)"
+    )
+
+
+class DecaySettings(_Section):
+    """How memories age: seed 000's importance decay and seed 003's retention score and forget sweep."""
+
+    importance_grace_days: float = Field(
+        30.0, ge=0, description="importance is untouched this long after a reinforcement"
+    )
+    importance_half_life_days: float = Field(
+        45.0, description="importance halves this often after grace; <= 0 disables"
+    )
+    importance_floor: float = Field(0.10, ge=0, lt=1, description="importance never decays below this")
+    retention_half_life_days: float = Field(35.0, gt=0, description="the retention score's shared half-life")
+    half_life_days: dict[str, float] = Field(
+        default_factory=dict, description="per-tier retention half-lives, e.g. {working = 7, episodic = 365}"
+    )
+    cold_below: float = Field(0.20, ge=0, le=1, description="an entry whose retention score is below this is cold")
+    compact_cold_episodic: bool = Field(False, description="compact cold episodic entries instead of archiving them")
+    dedup_cold_clusters: bool = Field(False, description="fold cold near-duplicates into the best of their cluster")
+    tombstone_days: float = Field(180.0, ge=0, description="entries the forget sweep archived are purged after this")
+
+    @field_validator("half_life_days")
+    @classmethod
+    def _tiers(cls, value: dict[str, float]) -> dict[str, float]:
+        for tier, days in value.items():
+            if tier not in ("working", "episodic"):
+                raise ValueError(f"half_life_days: {tier!r} does not age (only working and episodic do)")
+            if not isinstance(days, int | float):
+                raise ValueError(f"half_life_days.{tier} must be a number of days")
+        return value
 
 
 class RecallSettings(_Section):
@@ -72,6 +116,17 @@ class RecallSettings(_Section):
     )
     vector_backend: str = Field("memory", description="memory: the in-process exact index; http: an external service")
     vector_store_url: str | None = Field(None, description="http backend: the service's base URL")
+    ann_threshold: int = Field(
+        20_000,
+        ge=0,
+        description="memory backend: agents with more vectors search an HNSW index (needs usearch; 0: never)",
+    )
+    lexical: Literal["memory", "fts"] = Field(
+        "memory", description="BM25 candidates: memory, the in-process index; fts, the store's full-text search"
+    )
+    belief_authority_weight: float = Field(
+        0.0, ge=0, le=1, description="how much confidence weighs in ranking (seed 003); 0 leaves ranking alone"
+    )
 
     @field_validator("vector_backend")
     @classmethod
@@ -94,6 +149,34 @@ class RecallSettings(_Section):
         return self
 
 
+class LLMSettings(_Section):
+    provider: Literal["none", "openai"] = Field(
+        "none", description="none: no LLM (LLM passes take their no-LLM path); openai: any chat-completions endpoint"
+    )
+    endpoint: str | None = Field(None, description="openai provider: base URL, e.g. http://127.0.0.1:11434/v1")
+    model: str | None = Field(None, description="openai provider: model name")
+    api_key: str | None = Field(None, description="openai provider: API key (optional for local servers)")
+    connect_timeout_seconds: float = Field(10.0, gt=0)
+    timeout_seconds: float = Field(120.0, gt=0, description="each read of an answer (answers are not streamed)")
+    max_retries: int = Field(3, ge=0, le=20, description="retries after the first request (429, 5xx, timeouts)")
+    backoff_seconds: float = Field(1.0, ge=0, description="first retry wait; doubles per retry, with jitter")
+    price_input_per_mtok: float = Field(0.0, ge=0, description="cost per million prompt tokens")
+    price_output_per_mtok: float = Field(0.0, ge=0, description="cost per million completion tokens")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _http_endpoint(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _endpoint_for_openai(self) -> LLMSettings:
+        if self.provider == "openai" and not (self.endpoint and self.model):
+            raise ValueError('llm.provider = "openai" needs llm.endpoint and llm.model')
+        return self
+
+
 class Settings(BaseSettings):
     """Every setting Reverie reads. Sections mirror the TOML file's tables."""
 
@@ -104,6 +187,8 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    decay: DecaySettings = Field(default_factory=DecaySettings)
 
 
 def home_from_env(explicit: str | Path | None = None) -> Path:

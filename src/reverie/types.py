@@ -23,8 +23,10 @@ DEFAULT_CATEGORY = "general"
 
 
 class Tier(StrEnum):
-    """The ai-memory tiers. Only episodic entries age out in the forget sweep; the others keep."""
+    """The ai-memory tiers (seed 003). Working notes end with their session; episodic entries age (the
+    forget sweep archives them when cold); semantic and procedural entries never decay."""
 
+    WORKING = "working"
     EPISODIC = "episodic"
     SEMANTIC = "semantic"
     PROCEDURAL = "procedural"
@@ -75,6 +77,14 @@ class MemoryEntry:
     superseded_by: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding_model: str | None = None
+    # Aging bookkeeping (core.aging): how far importance decay has been applied, and the fading sum of reads.
+    decayed_through: datetime | None = None
+    read_strength: float = 0.0
+    read_at: datetime | None = None
+    # Saved with deduplication on and not yet compared by embedding (the after-embedding semantic check).
+    fold_pending: bool = False
+    # Saved with an LLM configured and not yet expanded into focused facts (memory.expansion).
+    expand_pending: bool = False
 
     @property
     def archived(self) -> bool:
@@ -97,7 +107,10 @@ class Change(StrEnum):
     ARCHIVED = "archived"
     RESTORED = "restored"  # brought back from the archive
     IMPORTANCE = "importance"
-    REINFORCED = "reinforced"
+    REINFORCED = "reinforced"  # the same fact seen again: counters move, the text does not
+    EXTENDED = "extended"  # a restatement with new specifics appended to the text
+    SUPERSEDED = "superseded"  # folded into another entry (``superseded_by``), archived
+    COMPACTED = "compacted"  # a cold entry's prose dropped by the forget sweep (its keep-tokens kept)
     HOUSEKEEPING = "housekeeping"
 
     @property
@@ -123,7 +136,12 @@ class EntryVersion:
 
 @dataclass(frozen=True, slots=True)
 class SaveResult:
-    """What a save did. ``outcome`` is ``created`` here; deduplication adds reinforced and extended."""
+    """What a save did (seed 000's save-time deduplication).
+
+    ``outcome``: ``created`` (a new entry), ``reinforced`` (an existing entry already said it: its counters
+    moved, its text did not) or ``extended`` (an existing entry took the new specifics). ``entry`` is the
+    entry the fact now lives in, so ``id`` is the id to use either way.
+    """
 
     outcome: str
     entry: MemoryEntry

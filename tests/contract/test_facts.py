@@ -240,3 +240,11 @@ def test_unicode_scope_ids_round_trip(store: Store) -> None:
     store.facts.add(e, at=T0)
     assert store.facts.get(e.id, scope) == e
     assert store.facts.get(e.id, Scope("agent-🤖")) is None
+
+
+def test_fold_pending_lists_only_flagged_ids(store: Store) -> None:
+    waiting = replace(entry(1), fold_pending=True)
+    done = entry(2)
+    store.facts.add(waiting, at=T0)
+    store.facts.add(done, at=T0)
+    assert store.facts.fold_pending([waiting.id, done.id, eid(99)]) == {waiting.id}

@@ -65,6 +65,7 @@ def save_one(rv: reverie.Reverie, rng: random.Random, n: int, agent: str) -> str
         category=rng.choice(CATEGORIES),
         tags=rng.sample(WORDS, k=rng.randint(0, 2)),
         scope=reverie.Scope(agent_id=agent),
+        dedup=False,  # durability under kills and contention: every save is its own entry
     )
     return result.id
 

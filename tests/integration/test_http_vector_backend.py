@@ -25,6 +25,9 @@ from reverie.recall.hybrid import VECTOR_OVERFETCH, HybridSearch
 from reverie.testing import LoopbackVectorServer
 
 HASH = {"provider": "hash", "background": False}
+# These tests pin the exact requests a backend sees; the semantic deduplication check (its own tests)
+# would add a search per fresh entry.
+NO_DEDUP = {"dedupe_enabled": False}
 LOGGER = "reverie.recall.http"
 
 
@@ -44,7 +47,9 @@ def server() -> Iterator[LoopbackVectorServer]:
 
 @pytest.fixture
 def rvh(tmp_path: Path, clock: FakeClock, server: LoopbackVectorServer) -> Iterator[reverie.Reverie]:
-    with reverie.open(tmp_path / "home", clock=clock, embedding=HASH, recall=http(server.url)) as engine:
+    with reverie.open(
+        tmp_path / "home", clock=clock, embedding=HASH, memory=NO_DEDUP, recall=http(server.url)
+    ) as engine:
         yield engine
 
 
@@ -103,7 +108,7 @@ def test_the_first_search_pushes_the_agents_snapshot_once(rvh: reverie.Reverie, 
 def test_the_base_url_is_used_verbatim_with_a_trailing_slash_stripped(
     tmp_path: Path, server: LoopbackVectorServer
 ) -> None:
-    with reverie.open(tmp_path / "slash", embedding=HASH, recall=http(server.url + "/")) as rv:
+    with reverie.open(tmp_path / "slash", embedding=HASH, memory=NO_DEDUP, recall=http(server.url + "/")) as rv:
         saved = rv.memory.save("a trailing slash on the url").id
         rv.embed_pending()
         assert ids(rv.memory.search("trailing slash", mode="vector")) == [saved]
@@ -247,7 +252,7 @@ def test_injected_foreign_malformed_and_unknown_ids_are_dropped_and_the_rest_sur
 
 def test_a_refused_connection_raises_from_search_and_bm25_still_works(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{closed_port()}/vectors"
-    with reverie.open(tmp_path / "refused", embedding=HASH, recall=http(url)) as rv:
+    with reverie.open(tmp_path / "refused", embedding=HASH, memory=NO_DEDUP, recall=http(url)) as rv:
         saved = rv.memory.save("the ferry leaves at noon").id
         rv.embed_pending()
         with pytest.raises(VectorBackendError, match="ConnectError"):
@@ -339,7 +344,7 @@ def test_an_unknown_backend_is_rejected_by_name(tmp_path: Path, name: str) -> No
 
 def test_a_url_that_is_not_http_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"recall\.vector_store_url.*ftp://"):
-        reverie.open(tmp_path / "ftp", embedding=HASH, recall=http("ftp://127.0.0.1/x"))
+        reverie.open(tmp_path / "ftp", embedding=HASH, memory=NO_DEDUP, recall=http("ftp://127.0.0.1/x"))
 
 
 def test_the_backend_can_be_configured_in_the_settings_file(tmp_path: Path, server: LoopbackVectorServer) -> None:
@@ -354,7 +359,7 @@ def test_the_backend_can_be_configured_in_the_settings_file(tmp_path: Path, serv
 
 
 def test_closing_the_engine_closes_the_backends_client(tmp_path: Path, server: LoopbackVectorServer) -> None:
-    with reverie.open(tmp_path / "close", embedding=HASH, recall=http(server.url)) as rv:
+    with reverie.open(tmp_path / "close", embedding=HASH, memory=NO_DEDUP, recall=http(server.url)) as rv:
         backend = backend_of(rv)
         assert not backend.closed
     assert backend.closed
@@ -404,7 +409,7 @@ def test_closing_the_service_cuts_a_delayed_answer_short() -> None:
 
 def test_errors_name_the_service_without_the_credentials_in_its_url(tmp_path: Path) -> None:
     url = f"http://user:hunter2@127.0.0.1:{closed_port()}/vectors"
-    with reverie.open(tmp_path / "creds", embedding=HASH, recall=http(url)) as rv:
+    with reverie.open(tmp_path / "creds", embedding=HASH, memory=NO_DEDUP, recall=http(url)) as rv:
         rv.memory.save("a secret-free error message")
         rv.embed_pending()
         with pytest.raises(VectorBackendError) as failed:

@@ -53,7 +53,7 @@ def test_archived_and_purged_entries_never_come_back_from_the_vector_index(
     rv: reverie.Reverie, clock: FakeClock
 ) -> None:
     kept = rv.memory.save("sailing knots and ropes").id
-    gone = rv.memory.save("sailing knots and ropes, again").id
+    gone = rv.memory.save("sailing knots and ropes, again", dedup=False).id  # a second entry, on purpose
     rv.embed_pending()
     rv.memory.archive(gone)
     assert ids(rv.memory.search("sailing knots", mode="vector")) == [kept]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from reverie.embed.hashing import HashEmbedder
-from reverie.testing import ScriptedOpenAIServer
+from reverie.testing import ChatReply, ScriptedOpenAIServer
 
 MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Where do I live?"}]
 
@@ -166,3 +166,35 @@ def test_stops_cleanly_even_with_a_delayed_request_pending(client: httpx.Client)
 def test_url_before_start_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="not running"):
         _ = ScriptedOpenAIServer().url
+
+
+def test_chat_reply_scripts_status_headers_body_usage_and_finish(
+    server: ScriptedOpenAIServer, client: httpx.Client
+) -> None:
+    server.script_chat(
+        [
+            ChatReply(status=429, headers={"Retry-After": "7"}),
+            ChatReply(body=b'{"choices": [{"mess'),
+            ChatReply("cut", usage=None, finish_reason="length"),
+            ChatReply(None, usage={"prompt_tokens": 3}),
+        ]
+    )
+    limited = chat(client, server)
+    assert limited.status_code == 429 and limited.headers["retry-after"] == "7"
+    assert limited.json()["error"]["message"] == "scripted HTTP 429"
+    assert chat(client, server).content == b'{"choices": [{"mess'
+    cut = chat(client, server).json()
+    assert "usage" not in cut and cut["choices"][0]["finish_reason"] == "length"
+    empty = chat(client, server).json()
+    assert empty["choices"][0]["message"]["content"] is None and empty["usage"] == {"prompt_tokens": 3}
+
+
+def test_chat_reply_delay_and_fail_next_headers(server: ScriptedOpenAIServer, client: httpx.Client) -> None:
+    server.fail_next(503, headers={"Retry-After": "1", "Content-Type": "text/plain"})
+    server.script_chat([ChatReply("slow", delay=0.3)])
+    failed = chat(client, server)
+    assert failed.status_code == 503 and failed.headers["retry-after"] == "1"
+    assert failed.headers["content-type"] == "text/plain"
+    started = time.monotonic()
+    assert chat(client, server).json()["choices"][0]["message"]["content"] == "slow"
+    assert time.monotonic() - started >= 0.3

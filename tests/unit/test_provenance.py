@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from reverie.core.provenance import normalize_source, trust_rank
+from reverie.core.provenance import least_trusted, most_trusted, normalize_source, trust_rank
+
+SOURCES = st.sampled_from(["user", "tool:web_browse", "tool:grep", "inferred", None])
 
 
 @pytest.mark.parametrize("raw", ["user", "USER", "User", "  user  ", "\tuser\n"])
@@ -102,3 +106,34 @@ def test_normalised_sources_are_stable_and_ranked(raw: str) -> None:
 @pytest.mark.parametrize("raw", ["TOOL:web", "Tool:web"])
 def test_tool_prefix_is_case_insensitive_and_canonicalised(raw: str) -> None:
     assert normalize_source(raw) == ("tool:web", None)
+
+
+def test_reinforcement_keeps_the_most_trusted_source() -> None:
+    assert most_trusted("inferred", "user") == "user"  # a user confirming an inference upgrades it
+    assert most_trusted("user", "inferred") == "user"
+    assert most_trusted("tool:grep", None) == "tool:grep"
+    assert most_trusted(None, None) is None
+
+
+def test_combined_text_takes_the_least_trusted_source() -> None:
+    assert least_trusted("user", "tool:grep") == "tool:grep"
+    assert least_trusted("user", "inferred") == "inferred"
+    assert least_trusted("user", None) is None  # a part with no source makes the result unknown
+    assert least_trusted("inferred", None) == "inferred"  # unknown never hides an inference
+    assert least_trusted() is None
+
+
+@given(st.lists(SOURCES, min_size=1, max_size=6))
+def test_merging_never_launders_an_inference(parts: list[str | None]) -> None:
+    merged = least_trusted(*parts)
+    assert trust_rank(merged) <= min(trust_rank(p) for p in parts) or merged == "inferred"
+    if "inferred" in parts:
+        assert merged == "inferred"
+    assert merged in parts
+
+
+@given(st.lists(SOURCES, min_size=1, max_size=6))
+def test_reinforcement_only_picks_a_source_it_was_given(parts: list[str | None]) -> None:
+    best = most_trusted(*parts)
+    assert best in parts
+    assert trust_rank(best) == max(trust_rank(p) for p in parts)

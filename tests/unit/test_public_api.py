@@ -91,6 +91,7 @@ def test_open_is_not_the_builtin() -> None:
         reverie.StorageError,
         reverie.StoreBusy,
         reverie.ConfigError,
+        reverie.LLMError,
     ],
 )
 def test_errors_subclass_reverie_error(error: type[Exception]) -> None:
@@ -101,7 +102,7 @@ def test_errors_subclass_reverie_error(error: type[Exception]) -> None:
 def test_every_exported_exception_is_a_reverie_error() -> None:
     exported = [getattr(reverie, n) for n in reverie.__all__]
     errors = [o for o in exported if inspect.isclass(o) and issubclass(o, BaseException)]
-    assert len(errors) == 10
+    assert len(errors) == 11
     assert all(issubclass(e, reverie.ReverieError) for e in errors)
 
 

@@ -118,7 +118,7 @@ def test_change_values_are_their_lowercase_names() -> None:
 
 
 def test_tier_values() -> None:
-    assert [t.value for t in Tier] == ["episodic", "semantic", "procedural"]
+    assert [t.value for t in Tier] == ["working", "episodic", "semantic", "procedural"]
     assert Tier("semantic") == "semantic"
 
 

@@ -126,7 +126,7 @@ class LatencyResult:
     total_rate: float | None  # entries/s, saving and embedding
     model_rate: float | None  # texts/s, the embedder alone on a sample (the baseline for embed_rate)
     model_sample: int
-    first_search_ms: float  # the first hybrid search loads the agent's vector matrix
+    first_search_ms: float  # the first hybrid search loads the agent's vectors and BM25 index
     searches: tuple[SearchLatency, ...]
     peak_rss_mb: float | None
     db_bytes: int
@@ -142,7 +142,8 @@ def _save(rv: reverie.Reverie, facts: Sequence[str], batch_size: int) -> float:
     scope = reverie.Scope(agent_id=AGENT)
     started = time.perf_counter()
     for start in range(0, len(facts), batch_size):
-        rv.memory.save_many([{"content": f} for f in facts[start : start + batch_size]], scope=scope)
+        # Ingestion of known-distinct records: no save-time deduplication (`reverie bench dedup` measures it).
+        rv.memory.save_many([{"content": f} for f in facts[start : start + batch_size]], scope=scope, dedup=False)
     return time.perf_counter() - started
 
 
@@ -237,6 +238,8 @@ def run_latency(
     notes = (
         "hybrid embeds every query (all queries are distinct, so the query cache never hits); bm25 embeds none",
         "peak RSS is the whole process's high-water mark so far (ru_maxrss): a later size includes earlier ones",
-        "first search: the first hybrid search of a store, which loads the agent's vectors into memory",
+        "ingestion saves with dedup=False (distinct synthetic records); `reverie bench dedup` measures that",
+        "first search: the first hybrid search of a store, which loads the agent's vectors (and, with"
+        " recall.lexical = memory, its BM25 index) into memory",
     )
     return LatencyReport(results, notes)

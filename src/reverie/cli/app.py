@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from reverie import __version__
-from reverie.cli import admin, bench, demo, memory
+from reverie.cli import admin, bench, demo, maintain, memory
 from reverie.cli.common import State
 
 app = typer.Typer(
@@ -18,6 +18,7 @@ app = typer.Typer(
 )
 app.add_typer(memory.app, name="memory")
 app.add_typer(bench.app, name="bench")
+app.add_typer(maintain.app, name="maintain")
 app.command()(admin.status)
 app.command()(admin.doctor)
 app.command()(admin.backup)

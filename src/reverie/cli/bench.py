@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from reverie.bench.dedup import DedupReport, run_dedup
 from reverie.bench.latency import LatencyReport, run_latency
 from reverie.bench.locomo import load_locomo
 from reverie.bench.recall import DEFAULT_KS, MODES, ModeResult, RecallReport, run_recall
@@ -76,6 +77,26 @@ def latency(
         emit_json(report)
     else:
         render_latency(report)
+
+
+@app.command()
+def dedup(
+    facts: int = typer.Option(1000, "--facts", help="Distinct synthetic facts."),
+    restated: int = typer.Option(10, "--restated", help="Saves per fact: the original and its restatements."),
+    twins: int = typer.Option(200, "--twins", help="Near-miss twins (one name, number or date changed)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Save-time deduplication: do restated facts converge, and do near-miss twins stay apart?"""
+    try:
+        if facts < 1 or restated < 1 or twins < 0 or twins > facts:
+            raise ValidationError("--facts and --restated must be at least 1, --twins 0 to --facts", field="facts")
+        report = run_dedup(facts=facts, restated=restated, twins=twins, progress=_progress)
+    except ReverieError as exc:
+        fail(exc)
+    if as_json:
+        emit_json(report)
+    else:
+        render_dedup(report)
 
 
 # -- rendering -------------------------------------------------------------------------------------------
@@ -198,5 +219,28 @@ def render_latency(report: LatencyReport) -> None:
         degraded = {m: c for m, c in hybrid.ran_as.items() if m != "hybrid"}
         if degraded:
             console.print(f"[yellow]note:[/] n={r.n}: hybrid searches ran as {escape(str(degraded))}")
+    for note in report.notes:
+        console.print(f"[dim]note: {escape(note)}[/]")
+
+
+def render_dedup(report: DedupReport) -> None:
+    console.print(
+        f"[bold]dedup[/]: {report.facts:,} facts x {report.restatements} saves, {report.twins} near-miss twins, "
+        f"model {escape(str(report.model))}"
+    )
+    table = Table(title="deduplication on vs off (same saves)", title_justify="left", box=box.SIMPLE_HEAD)
+    for name in ("dedup", "live", "false_merges", "collisions", "twins live", "reinforcement total"):
+        table.add_column(name, justify="right")
+    table.add_column("outcomes", justify="left")
+    table.add_column("folded after embedding", justify="right")
+    table.add_column("saves/s", justify="right")
+    for run in report.runs:
+        outcomes = ", ".join(f"{name} {count}" for name, count in sorted(run.outcomes.items()))
+        table.add_row(
+            "on" if run.dedup else "off", f"{run.live:,}", str(run.false_merges), str(run.collisions),
+            str(run.twins_live), f"{run.reinforcement_total:,}", outcomes, str(run.folded_after_embedding),
+            _rate(run.save_rate),
+        )  # fmt: skip
+    _print_table(table)
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/]")

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 import reverie
-from reverie.errors import EmbeddingError, NotFound, ReverieError, ValidationError
+from reverie.errors import EmbeddingError, LLMError, NotFound, ReverieError, ValidationError
 from reverie.jsonable import to_jsonable
 from reverie.settings import home_from_env
 from reverie.types import Scope
@@ -52,18 +52,32 @@ def fail(exc: ReverieError | str) -> NoReturn:
 def engine(ctx: typer.Context) -> Iterator[reverie.Reverie]:
     """Open the engine for the chosen home; turn Reverie's errors into a message and an exit code."""
     try:
-        # A one-shot command has no time for a background thread: it embeds what is pending before it
-        # exits instead, so vectors keep up with saves made from the shell.
-        rv = reverie.open(home_from_env(state(ctx).home), embedding={"background": False})
+        # A one-shot command has no time for background threads: it expands (with an LLM) and embeds what
+        # is pending before it exits instead, so both keep up with saves made from the shell.
+        rv = reverie.open(
+            home_from_env(state(ctx).home), embedding={"background": False}, memory={"expansion_background": False}
+        )
     except ReverieError as exc:
         fail(exc)
     try:
         yield rv
+        _expand_before_exit(rv)
         _embed_before_exit(rv)
     except ReverieError as exc:
         fail(exc)
     finally:
         rv.close()
+
+
+def _expand_before_exit(rv: reverie.Reverie) -> None:
+    """With an LLM configured, expand what this command saved (before embedding, so the expanded facts get
+    their vectors too). A failing LLM leaves the entries pending for the next run: a warning, not an error."""
+    if rv.expansion is None:
+        return
+    try:
+        rv.expand_pending()
+    except LLMError as exc:
+        err_console.print(f"[yellow]warning:[/] entries wait for their expansion: {exc}")
 
 
 def _embed_before_exit(rv: reverie.Reverie) -> None:

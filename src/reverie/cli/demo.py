@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import typer
@@ -12,6 +13,7 @@ from rich.rule import Rule
 import reverie
 from reverie.cli import render
 from reverie.cli.common import console, fail
+from reverie.clock import FakeClock, SystemClock
 from reverie.demo import load_sample
 from reverie.errors import ReverieError
 
@@ -100,6 +102,31 @@ def _tour(home: Path) -> None:
         other = rv.memory.search("Maya", scope=reverie.Scope(agent_id="researcher"))
         console.print(f"agent 'researcher' searching 'Maya': {len(other)} results")
 
-        _step("8. Status", "What is in the store.")
+        review_id = ids[next(c for c in ids if "BLOCKER" in c)]
+        _step("8. Restate", "Saying a known fact again reinforces the entry instead of adding a duplicate.")
+        again = rv.memory.save(
+            "Code review comments grouped by file, blocking ones marked BLOCKER first: that is what Maya wants.",
+            category="user-preferences/code-review",
+        )
+        entry = rv.memory.get(again.id)
+        console.print(
+            f"outcome: {again.outcome} ({again.id} == {review_id}: {again.id == review_id}); "
+            f"reinforced {entry.reinforcement_count}×, text unchanged: {entry.content.startswith('Maya wants')}"
+        )
+        _step("9. Status", "What is in the store.")
         render.stats(rv.stats())
-        console.print("\n[bold green]Tour complete.[/] Next: `reverie memory --help`, and the README's quickstart.")
+    _age(home)
+    console.print("\n[bold green]Tour complete.[/] Next: `reverie memory --help`, and the README's quickstart.")
+
+
+def _age(home: Path) -> None:
+    """Two months on a fake clock: grace (30 days) then a month of importance decay (half-life 45 days)."""
+    start = SystemClock().now()
+    clock = FakeClock(start + timedelta(days=60))
+    with reverie.open(home, clock=clock, embedding={"provider": "none"}) as rv:
+        _step("10. Age", "Sixty days later on a fake clock: a month past the 30-day grace, unreinforced facts fade.")
+        before = {e.id: e.importance for e in rv.memory.browse(limit=100).entries}
+        report = rv.aging.decay()
+        for entry in rv.memory.browse(limit=3).entries:
+            console.print(f"{entry.id}: importance {before[entry.id]:.2f} → {entry.importance:.2f}")
+        console.print(f"decayed {len(report.decayed)} of {report.examined} (never below the 0.10 floor)")

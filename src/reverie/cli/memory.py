@@ -19,7 +19,9 @@ from reverie.cli.common import (
     scope_of,
 )
 
-app = typer.Typer(help="Long-term memory: save, search, browse, archive, restore, history.", no_args_is_help=True)
+app = typer.Typer(
+    help="Long-term memory: save, search, browse, archive, restore, history, explain, lint.", no_args_is_help=True
+)
 
 
 @app.command()
@@ -70,6 +72,10 @@ def search(
     archived: bool = typer.Option(False, "--archived", help="Include archived entries."),
     mode: str = typer.Option("auto", "--mode", "-m", help="auto, hybrid, bm25 or vector."),
     min_similarity: float | None = typer.Option(None, "--min-similarity", help="Vector floor for this search."),
+    pin_first: bool = typer.Option(False, "--pin-first", help="Up to 10 pinned entries ahead of the results."),
+    include_superseded: bool = typer.Option(
+        False, "--include-superseded", help="Append matching entries folded into another (labelled)."
+    ),
     agent: str = AgentOption,
     user: str | None = UserOption,
     session: str | None = SessionOption,
@@ -86,6 +92,8 @@ def search(
             mode=mode,
             min_similarity=min_similarity,
             scope=scope_of(agent, user, session),
+            pin_first=pin_first,
+            include_superseded=include_superseded,
         )
         if as_json:
             emit_json({"mode": results.mode, "notes": list(results.notes), "hits": list(results)})
@@ -130,6 +138,47 @@ def get(
             emit_json(entry)
         else:
             render.entry_detail(entry)
+
+
+@app.command()
+def explain(
+    ctx: typer.Context,
+    entry_id: str = typer.Argument(..., metavar="ID"),
+    agent: str = AgentOption,
+    user: str | None = UserOption,
+    session: str | None = SessionOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Why an entry stands where it does: when it was seen, retention, confidence and its inputs,
+    contradictions, what superseded it, how many versions it has."""
+    with engine(ctx) as rv:
+        rv.embed_pending()  # contradictions are found by embedding when vectors exist
+        result = rv.lint.explain(entry_id, scope=scope_of(agent, user, session))
+        if as_json:
+            emit_json(result)
+        else:
+            render.explanation(result)
+
+
+@app.command()
+def lint(
+    ctx: typer.Context,
+    category: str | None = typer.Option(None, "--category", "-c", help="Only this category and below."),
+    limit: int | None = typer.Option(None, "--limit", "-n", help="Entries to examine (default 1000)."),
+    agent: str = AgentOption,
+    user: str | None = UserOption,
+    session: str | None = SessionOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Pairs of entries about the same topic that disagree on a specific, and which is newer (advisory:
+    changes nothing)."""
+    with engine(ctx) as rv:
+        rv.embed_pending()
+        report = rv.lint.run(scope_of(agent, user, session), category=category, limit=limit)
+        if as_json:
+            emit_json(report)
+        else:
+            render.lint_report(report)
 
 
 @app.command()

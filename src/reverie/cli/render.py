@@ -11,6 +11,7 @@ from rich.tree import Tree
 from reverie.cli.common import console
 from reverie.core.temporal import seen_phrase
 from reverie.core.text import preview
+from reverie.memory.lint import Explanation, LintFinding, LintReport
 from reverie.types import Browse, CategoryCount, EntryVersion, HealthReport, MemoryEntry, SearchHit, StoreStats
 
 
@@ -41,7 +42,68 @@ def hits(results: list[SearchHit], now: datetime, query: str) -> None:
         )
         return
     for hit in results:
-        console.print(entry_line(hit.entry, now, score=hit.score))
+        line = entry_line(hit.entry, now, score=hit.score)
+        if hit.matched_by == "pinned":
+            line = f"[yellow]pinned[/] {line}"
+        elif hit.matched_by == "superseded":
+            line = f"[yellow]superseded by {escape(hit.entry.superseded_by or '?')}[/] {line}"
+        console.print(line)
+
+
+def finding_line(finding: LintFinding) -> str:
+    """``newer`` (newer) vs ``older`` in a category: what each says that the other does not."""
+    return (
+        f"[cyan]{finding.newer_id}[/] (newer) vs [cyan]{finding.older_id}[/] [magenta]({escape(finding.category)})[/]:"
+        f" {escape(', '.join(finding.newer_specifics))} vs {escape(', '.join(finding.older_specifics))}"
+        f" [dim]— {finding.measure} {finding.similarity:.2f}[/]"
+    )
+
+
+def lint_report(report: LintReport) -> None:
+    for finding in report.findings:
+        console.print(finding_line(finding))
+    noun = "pair" if len(report.findings) == 1 else "pairs"
+    console.print(
+        f"{len(report.findings)} {noun} about the same topic that disagree, among {report.examined} live entries"
+        " (advisory: nothing was changed)."
+    )
+    if report.truncated:
+        console.print("[yellow]note:[/] more entries than examined; raise --limit or narrow --category.")
+
+
+def explanation(result: Explanation) -> None:
+    entry, conf = result.entry, result.confidence
+    last = "-" if conf.last_support_at is None else conf.last_support_at.date().isoformat()
+    rows = [
+        ("id", entry.id),
+        ("content", entry.content),
+        ("category", entry.category),
+        ("seen", result.seen),
+        ("reinforced", f"{entry.reinforcement_count}×"),
+        ("source", entry.source or "unknown"),
+        ("tier", entry.tier.value),
+        ("importance", f"{entry.importance:.2f}"),
+        ("retention", f"{result.retention:.2f} (drives the forget sweep, never ranking)"),
+        (
+            "confidence",
+            f"{conf.value:.2f} from {conf.supporting_sessions} observation(s), the last on {last},"
+            f" and {conf.contradictions} contradiction(s)",
+        ),
+        ("superseded by", result.superseded_by or "-"),
+        ("versions", str(result.versions)),
+    ]
+    if entry.pinned:
+        rows.append(("pinned", "yes"))
+    if entry.archived:
+        rows.append(("archived", _when(entry.archived_at)))
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, escape(value))
+    console.print(table)
+    for finding in result.contradictions:
+        console.print(f"[yellow]contradiction:[/] {finding_line(finding)}")
 
 
 def taxonomy_tree(categories: tuple[CategoryCount, ...]) -> Tree:

@@ -37,3 +37,29 @@ def trust_rank(source: str | None) -> int:
     if source == "inferred":
         return 1
     return 0
+
+
+def most_trusted(*sources: str | None) -> str | None:
+    """The source of a reinforcement or an exact fold: the same fact seen again, so trust may rise (a user
+    confirming an inferred fact upgrades it to ``user``). Ties keep the first."""
+    best: str | None = None
+    for source in sources:
+        if trust_rank(source) > trust_rank(best):
+            best = source
+    return best
+
+
+def least_trusted(*sources: str | None) -> str | None:
+    """The source of combined text (an extension, a merge): no more trusted than its weakest part.
+
+    Any inferred part makes the result ``inferred``; otherwise any part with no source makes it unknown
+    (None); otherwise the least trusted part. Inferred wins over unknown on purpose: "unknown" must never
+    hide that part of the text is the agent's own conclusion, so combining can never launder an inference.
+    """
+    if not sources:
+        return None
+    if "inferred" in sources:
+        return "inferred"
+    if None in sources:
+        return None
+    return min(sources, key=trust_rank)

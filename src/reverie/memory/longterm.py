@@ -21,6 +21,7 @@ from reverie.clock import Clock
 from reverie.core import validate
 from reverie.core.provenance import normalize_source
 from reverie.errors import Conflict, NotFound, ValidationError
+from reverie.memory.dedup import Deduplicator
 from reverie.recall.hybrid import MODES, HybridSearch
 from reverie.storage.base import FactFilter, PurgeRule, Store
 from reverie.types import (
@@ -37,6 +38,7 @@ from reverie.types import (
 )
 
 ID_LENGTH = 12
+PIN_FIRST_MAX = 10  # seed 003: pin_first puts up to ten pinned entries ahead of the results
 _SAVE_FIELDS = frozenset({"content", "category", "tags", "source", "importance", "tier", "metadata", "pinned", "scope"})
 
 
@@ -53,6 +55,9 @@ class LongTermConfig:
     archive_retention_days: float = 90.0
     protect_importance: float = 0.80
     protect_reinforcement: int = 5
+    tombstone_days: float = 180.0  # entries the forget sweep archived are purged this long after
+    # Seed 003: how much confidence weighs in search ranking; 0 leaves ranking exactly as recall made it.
+    belief_authority_weight: float = 0.0
 
 
 def new_id() -> str:
@@ -71,12 +76,25 @@ class LongTermMemory:
         *,
         recall: HybridSearch | None = None,
         on_saved: Callable[[], None] | None = None,
+        dedup: Deduplicator | None = None,
+        on_read: Callable[[list[str]], None] | None = None,
+        expand: Callable[[MemoryEntry], bool] | None = None,
+        confidence: Callable[[list[MemoryEntry], Scope], Mapping[str, float]] | None = None,
     ) -> None:
+        """``dedup``: save-time deduplication (None: every save creates an entry). ``on_read`` is told the
+        ids a caller read (search hits, ``get``): reads keep entries warm in the forget sweep. ``expand``
+        says whether a fact ``save`` (never ``save_many``) stores as a new or extended entry is queued for
+        the background expansion (``memory.expansion``; None: nothing is). ``confidence`` gives entries'
+        confidence (``memory.lint``), read only when ``belief_authority_weight`` > 0."""
         self._store = store
         self._clock = clock
         self.config = config or LongTermConfig()
         self._recall = recall or HybridSearch(store, None)
         self._on_saved = on_saved or (lambda: None)
+        self._dedup = dedup
+        self._on_read = on_read or (lambda _ids: None)
+        self._expand = expand
+        self._confidence = confidence
 
     # -- writing -------------------------------------------------------------------------------------
     def save(
@@ -91,22 +109,50 @@ class LongTermMemory:
         metadata: dict[str, Any] | None = None,
         pinned: bool = False,
         scope: Scope | None = None,
+        dedup: bool = True,
     ) -> SaveResult:
-        """Save a new fact. ``source`` is provenance: ``user``, ``tool:<name>`` or ``inferred``; any other
+        """Save a fact. ``source`` is provenance: ``user``, ``tool:<name>`` or ``inferred``; any other
         value is dropped and the result's ``notes`` say so. The text is durable when this returns; its
-        embedding is computed in the background (BM25 finds the entry meanwhile)."""
+        embedding is computed in the background (BM25 finds the entry meanwhile).
+
+        With deduplication on (the default), a fact an entry of the same scope and top-level category
+        already states reinforces that entry (``outcome`` "reinforced"), one that adds specifics extends
+        it ("extended"); otherwise it is "created". ``dedup=False`` always creates (ingesting records
+        known to be distinct). A paraphrase only an embedding recognises is folded into the older entry
+        after the background embedding (the new entry is then archived, ``superseded_by`` the older)."""
         now = self._clock.now()
         entry, notes = self._build(
             content, category, tags, source, importance, tier, metadata, pinned, validate.scope(scope), now
         )
-        entry = self._add(entry, now)
+        expand = self._expand is not None and self._expand(entry)
+        with self._store.transaction():
+            outcome, entry = self._store_one(entry, now, _flag(dedup, "dedup"), expand=expand)
         self._on_saved()
-        return SaveResult(outcome="created", entry=entry, notes=notes)
+        return SaveResult(outcome=outcome, entry=entry, notes=notes)
 
-    def save_many(self, items: Iterable[Mapping[str, Any]], *, scope: Scope | None = None) -> list[SaveResult]:
+    def _store_one(
+        self, entry: MemoryEntry, now: datetime, dedup: bool, *, expand: bool = False
+    ) -> tuple[str, MemoryEntry]:
+        """Create, reinforce or extend; ``expand``: a created or extended entry (new text) waits for the
+        background expansion. Call inside a store transaction."""
+        if not dedup or self._dedup is None:
+            return "created", self._add(replace(entry, expand_pending=expand), now)
+        folded = self._dedup.fold_on_save(entry, now)
+        if folded is None:
+            pending = self._dedup.semantic_check_pending(entry)
+            return "created", self._add(replace(entry, fold_pending=pending, expand_pending=expand), now)
+        outcome, stored = folded
+        if expand and outcome == "extended" and not stored.expand_pending:
+            stored = replace(stored, expand_pending=True)
+            self._store.facts.write(stored, change=Change.HOUSEKEEPING, at=now)
+        return outcome, stored
+
+    def save_many(
+        self, items: Iterable[Mapping[str, Any]], *, scope: Scope | None = None, dedup: bool = True
+    ) -> list[SaveResult]:
         """Save many facts in one transaction (ingestion). Each item holds ``save``'s keyword arguments
         (``content`` required; an item's own ``scope`` wins over ``scope``). All are validated first: one bad
-        item saves nothing."""
+        item saves nothing. Deduplication as in ``save`` (items of the batch see each other)."""
         default_scope = validate.scope(scope)
         now = self._clock.now()
         built: list[tuple[MemoryEntry, tuple[str, ...]]] = []
@@ -133,10 +179,11 @@ class LongTermMemory:
                 )
             except ValidationError as exc:
                 raise ValidationError(f"item {position}: {exc}", field=exc.field) from None
+        use_dedup = _flag(dedup, "dedup")
         with self._store.transaction():
-            saved = [(self._add(entry, now), notes) for entry, notes in built]
+            saved = [(self._store_one(entry, now, use_dedup), notes) for entry, notes in built]
         self._on_saved()
-        return [SaveResult(outcome="created", entry=entry, notes=notes) for entry, notes in saved]
+        return [SaveResult(outcome=outcome, entry=entry, notes=notes) for (outcome, entry), notes in saved]
 
     def _build(
         self,
@@ -195,7 +242,7 @@ class LongTermMemory:
         scope: Scope | None = None,
     ) -> MemoryEntry:
         """Rewrite an entry's text, category or tags; ``updated_at`` moves, ``last_seen_at`` does not."""
-        current = self.get(entry_id, scope=scope)
+        current = self._get(entry_id, scope=scope)
         changed = replace(
             current,
             content=current.content
@@ -214,14 +261,14 @@ class LongTermMemory:
     def set_importance(self, entry_id: str, importance: float, *, scope: Scope | None = None) -> MemoryEntry:
         """Re-score an entry. Importance is salience, not text: ``updated_at`` is left alone."""
         value = validate.unit_interval(importance, name="importance")
-        current = self.get(entry_id, scope=scope)
+        current = self._get(entry_id, scope=scope)
         changed = replace(current, importance=value)
         self._store.facts.write(changed, change=Change.IMPORTANCE, at=self._clock.now())
         return changed
 
     def archive(self, entry_id: str, *, scope: Scope | None = None) -> MemoryEntry:
         """Delete = archive: hidden from search and browse, retrievable by id, restorable until purge."""
-        current = self.get(entry_id, scope=scope)
+        current = self._get(entry_id, scope=scope)
         if current.archived:
             return current
         now = self._clock.now()
@@ -231,10 +278,12 @@ class LongTermMemory:
 
     def restore(self, entry_id: str, *, scope: Scope | None = None) -> MemoryEntry:
         """Bring an archived entry back into search."""
-        current = self.get(entry_id, scope=scope)
+        current = self._get(entry_id, scope=scope)
         if not current.archived:
             return current
-        changed = replace(current, archived_at=None)
+        # No longer a tombstone of the forget sweep (see the purge pass).
+        metadata = {k: v for k, v in current.metadata.items() if k != "forgotten"}
+        changed = replace(current, archived_at=None, metadata=metadata)
         self._store.facts.write(changed, change=Change.RESTORED, at=self._clock.now())
         return changed
 
@@ -243,7 +292,7 @@ class LongTermMemory:
         clean_scope = validate.scope(scope)
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
             raise ValidationError("version must be a whole number from 1", field="version")
-        current = self.get(entry_id, scope=clean_scope)
+        current = self._get(entry_id, scope=clean_scope)
         old = self._store.versions.get(current.id, version, clean_scope)
         if old is None:
             raise NotFound(f"entry {entry_id!r} has no version {version}")
@@ -263,13 +312,20 @@ class LongTermMemory:
             protect_importance=cfg.protect_importance,
             protect_reinforcement=cfg.protect_reinforcement,
             agent_id=agent_id,
+            tombstones_before=self._clock.now() - timedelta(days=cfg.tombstone_days),
         )
         purged, protected = self._store.facts.purge(rule)
         return PurgeReport(purged=tuple(purged), protected=tuple(protected))
 
     # -- reading -------------------------------------------------------------------------------------
     def get(self, entry_id: str, *, scope: Scope | None = None) -> MemoryEntry:
-        """The entry, archived or not. Raises ``NotFound`` when it is not visible to ``scope``."""
+        """The entry, archived or not. Raises ``NotFound`` when it is not visible to ``scope``. Counts as a
+        read (it keeps the entry warm)."""
+        entry = self._get(entry_id, scope=scope)
+        self._on_read([entry.id])
+        return entry
+
+    def _get(self, entry_id: str, *, scope: Scope | None = None) -> MemoryEntry:
         clean_id = validate.identifier(entry_id, name="id")
         entry = self._store.facts.get(clean_id, validate.scope(scope))
         if entry is None:
@@ -279,7 +335,7 @@ class LongTermMemory:
     def history(self, entry_id: str, *, scope: Scope | None = None) -> list[EntryVersion]:
         """Every version of the entry, oldest first."""
         clean_scope = validate.scope(scope)
-        entry = self.get(entry_id, scope=clean_scope)
+        entry = self._get(entry_id, scope=clean_scope)
         return self._store.versions.history(entry.id, clean_scope)
 
     def search(
@@ -292,28 +348,91 @@ class LongTermMemory:
         mode: str = "auto",
         min_similarity: float | None = None,
         scope: Scope | None = None,
+        pin_first: bool = False,
+        include_superseded: bool = False,
     ) -> SearchResults:
         """Recall, best first. ``mode``: ``auto`` (hybrid when an embedder is configured, else BM25),
         ``bm25``, ``vector`` or ``hybrid``. ``min_similarity`` overrides the vector floor for this call.
         An empty query browses (most recently reinforced first). Substring matches fill up the rest when
-        the indexes find fewer than ``limit``, so the index only ever adds matches."""
+        the indexes find fewer than ``limit``, so the index only ever adds matches.
+
+        Seed 003's query options: ``pin_first`` puts up to ten pinned entries the search may see (scope,
+        category) ahead of the results, labelled ``pinned`` (``limit`` counts the results after them);
+        ``include_superseded`` appends up to ``limit`` entries folded into another (archived with
+        ``superseded_by`` set) that match the query, labelled ``superseded``. With the engine's
+        ``belief_authority_weight`` w > 0, scores are multiplied by ``(1 - w) + w · confidence`` and
+        re-ranked; w = 0 leaves ranking exactly as recall made it."""
         query = validate.query(query)
         count = validate.limit(self.config.search_limit if limit is None else limit)
         if mode not in MODES:
             raise ValidationError(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
         floor = None if min_similarity is None else validate.unit_interval(min_similarity, name="min_similarity")
+        pinned = _flag(pin_first, "pin_first")
+        superseded = _flag(include_superseded, "include_superseded")
         flt = self._filter(scope, category, include_archived)
         if not query.strip():
-            return SearchResults(
+            browsed = SearchResults(
                 [SearchHit(e, 0.0, "recent") for e in self._store.facts.recent(flt, count)], mode="browse"
             )
-        results = self._recall.search(query, flt, count, mode=mode, min_similarity=floor)
+            return self._pinned_first(browsed, flt) if pinned else browsed
+        results = self._ranked(query, flt, count, mode, floor)
         needle = query.strip()
         if len(results) < count and mode != "vector":
             seen = frozenset(h.entry.id for h in results)
             extra = self._store.facts.search_substring(needle, flt, count - len(results), seen)
             results.extend(SearchHit(e, 0.0, "substring") for e in extra)
+        if superseded:
+            results.extend(self._superseded(query, flt, results, count, mode, floor))
+        if pinned:
+            results = self._pinned_first(results, flt)
+        self._on_read([h.entry.id for h in results])
         return results
+
+    def _ranked(self, query: str, flt: FactFilter, count: int, mode: str, floor: float | None) -> SearchResults:
+        """Recall's hits, weighed by confidence when ``belief_authority_weight`` > 0 (seed 003)."""
+        weight = self.config.belief_authority_weight
+        if weight <= 0 or self._confidence is None:
+            return self._recall.search(query, flt, count, mode=mode, min_similarity=floor)
+        # Over-fetch: weighing in confidence can lift an entry from just below the cut.
+        found = self._recall.search(query, flt, count * 2, mode=mode, min_similarity=floor)
+        confidence = self._confidence([h.entry for h in found], flt.scope)
+        weighed = [
+            SearchHit(h.entry, h.score * (1.0 - weight + weight * confidence.get(h.entry.id, 0.0)), h.matched_by)
+            for h in found
+        ]
+        weighed.sort(key=lambda hit: -hit.score)  # stable: equal scores keep recall's order
+        return SearchResults(weighed[:count], mode=found.mode, notes=found.notes)
+
+    def _superseded(
+        self, query: str, flt: FactFilter, results: SearchResults, count: int, mode: str, floor: float | None
+    ) -> list[SearchHit]:
+        """Entries folded into another that match ``query`` and are not among ``results`` (where any such
+        entry, found through ``include_archived``, is relabelled). They are archived, so they come from a
+        search of the archive too; live entries take most of its places, hence the over-fetch."""
+        for position, hit in enumerate(results):
+            if hit.entry.superseded_by is not None:
+                results[position] = SearchHit(hit.entry, hit.score, "superseded")
+        archive = replace(flt, include_archived=True)
+        wanted = count + self._recall.config.candidates
+        found = self._recall.search(query, archive, wanted, mode=mode, min_similarity=floor)
+        seen = {h.entry.id for h in results}
+        folded = [h for h in found if h.entry.superseded_by is not None and h.entry.id not in seen]
+        return [SearchHit(h.entry, h.score, "superseded") for h in folded[:count]]
+
+    def _pinned_first(self, results: SearchResults, flt: FactFilter) -> SearchResults:
+        """Up to ``PIN_FIRST_MAX`` live pinned entries ``flt`` lets through, most recently reinforced first,
+        ahead of ``results`` (which lose their copies of them; a pinned hit keeps its score)."""
+        # The store has no pinned filter: list the agent's pinned ids, then read them through ``flt`` (scope,
+        # expiry, category). Linear in the agent's entries; a store-side filter would make it an index read.
+        ids = [e.id for e in self._store.facts.iter_all(flt.scope.agent_id) if e.pinned and not e.archived]
+        live = replace(flt, include_archived=False)
+        found = self._store.facts.get_many(ids, live) if ids else []
+        pinned = sorted(found, key=lambda e: (e.last_seen_at, e.id), reverse=True)[:PIN_FIRST_MAX]
+        scores = {h.entry.id: h.score for h in results}
+        ahead = [SearchHit(e, scores.get(e.id, 0.0), "pinned") for e in pinned]
+        taken = {e.id for e in pinned}
+        rest = [h for h in results if h.entry.id not in taken]
+        return SearchResults(ahead + rest, mode=results.mode, notes=results.notes)
 
     def browse(self, *, category: str | None = None, limit: int | None = None, scope: Scope | None = None) -> Browse:
         """The query-less look: most recently reinforced first, then the scope's full taxonomy."""

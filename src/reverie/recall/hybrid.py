@@ -13,18 +13,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reverie.core import fusion, text
+from reverie.core import fusion, text, tokens
 from reverie.embed.base import Embedder, Vectors
 from reverie.errors import EmbeddingError
 from reverie.recall.index import VectorIndex, VectorSearch
+from reverie.recall.lexical import LexicalIndex
 from reverie.storage.base import FactFilter, Store
 from reverie.types import MemoryEntry, SearchHit, SearchResults
 
 log = logging.getLogger("reverie.recall")
 MODES = ("auto", "bm25", "vector", "hybrid")
+LEXICAL_SOURCES = ("memory", "fts")
 # Vector candidates fetched per wanted candidate: other users' and sessions', archived and expired entries
 # are only filtered out when hydrated, so ask the index for more than we keep.
 VECTOR_OVERFETCH = 2
+# BM25 candidates from the in-memory index beyond those kept: it cannot see expiry, so a few of its
+# candidates may be dropped when hydrated.
+LEXICAL_OVERFETCH = 1.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +45,9 @@ class RecallConfig:
     # Entries in a sequence (metadata.thread + metadata.position) take this share of their best
     # neighbour's score; 0 turns it off. Entries without a thread are unaffected.
     neighbour_share: float = 0.3
+    # Where BM25 candidates come from: "memory" (the in-process ``LexicalIndex``) or "fts" (the store's
+    # full-text search). Filters the index cannot answer (include_archived) always use the store.
+    lexical: str = "memory"
 
 
 class QueryEmbeddings:
@@ -85,6 +93,9 @@ class HybridSearch:
             self.index = vectors or VectorIndex(store, embedder.model_id, embedder.dim)
         self._queries = QueryEmbeddings(embedder, self.config.query_cache_size) if embedder else None
         self._agent_floor = dict(self.config.agent_min_similarity)
+        if self.config.lexical not in LEXICAL_SOURCES:
+            raise ValueError(f"unknown lexical source {self.config.lexical!r}; use one of {LEXICAL_SOURCES}")
+        self.lexical = LexicalIndex(store) if self.config.lexical == "memory" else None
 
     def floor(self, agent_id: str, per_call: float | None) -> float | None:
         """min_similarity: per call, then per agent, then per deployment, then the model's default."""
@@ -101,11 +112,9 @@ class HybridSearch:
         lexical: dict[str, float] = {}
         entries: dict[str, MemoryEntry] = {}
         if wanted in ("bm25", "hybrid"):
-            match = text.fts_match(text.query_terms(query))
-            if match is not None:
-                for entry, score in self._store.facts.search(match, flt, self.config.candidates):
-                    lexical[entry.id] = score
-                    entries[entry.id] = entry
+            for entry, score in self._lexical(query, flt):
+                lexical[entry.id] = score
+                entries[entry.id] = entry
         semantic: dict[str, float] = {}
         if wanted in ("vector", "hybrid"):
             found = self._semantic(query, flt, entries, notes, min_similarity)
@@ -124,6 +133,20 @@ class HybridSearch:
             SearchHit(entries[i], score, _matched_by(i, lexical, semantic)) for i, score in fusion.ranked(scores, limit)
         ]
         return SearchResults(hits, mode=wanted, notes=tuple(notes))
+
+    def _lexical(self, query: str, flt: FactFilter) -> list[tuple[MemoryEntry, float]]:
+        """BM25 candidates, best first: from the in-memory index when configured and able to answer
+        ``flt``, else from the store's full-text search. Either way every entry passed ``flt``."""
+        wanted = self.config.candidates
+        if self.lexical is None or not self.lexical.supports(flt):
+            match = text.fts_match(text.query_terms(query))
+            return [] if match is None else self._store.facts.search(match, flt, wanted)
+        found = self.lexical.search(flt, tokens.search_terms(query), int(wanted * LEXICAL_OVERFETCH) + 1)
+        hydrated = {entry.id: entry for entry in self._store.facts.get_many([i for i, _ in found], flt)}
+        kept = [(hydrated[i], score) for i, score in found if i in hydrated]
+        # The store's order: score, then the most recently reinforced (the index knows no last_seen_at).
+        kept.sort(key=lambda pair: (-pair[1], -pair[0].last_seen_at.timestamp()))
+        return kept[:wanted]
 
     def _spread(
         self, scores: dict[str, float], entries: dict[str, MemoryEntry], flt: FactFilter, limit: int

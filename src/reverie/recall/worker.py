@@ -10,20 +10,23 @@ Invariants:
 
 from __future__ import annotations
 
-import atexit
 import logging
 import threading
+from collections.abc import Callable
 
+from reverie.background import BackgroundService
 from reverie.clock import Clock
-from reverie.embed.base import Embedder
+from reverie.embed.base import Embedder, Vectors
 from reverie.errors import ReverieError
 from reverie.storage.base import Store
 
 log = logging.getLogger("reverie.embedding")
 
 
-class EmbeddingWorker:
+class EmbeddingWorker(BackgroundService):
     """Embeds pending entries, in the background (``start``) or on demand (``embed_pending``)."""
+
+    thread_name = "reverie-embedding"
 
     def __init__(
         self,
@@ -31,20 +34,24 @@ class EmbeddingWorker:
         embedder: Embedder,
         clock: Clock,
         *,
-        batch_size: int = 64,
+        # Texts per embed call and per write: the local embedder splits a call across its workers, and
+        # fewer, larger writes spend less on commits (docs/adr/0007).
+        batch_size: int = 256,
         max_input_chars: int = 30_000,
         poll_seconds: float = 30.0,
+        on_embedded: Callable[[list[tuple[str, Vectors]]], object] | None = None,
     ) -> None:
+        """``on_embedded`` is called after each batch is written with its ``(fact id, vector)`` pairs (the
+        semantic deduplication pass); it runs in the embedding thread and must not raise."""
         self._store = store
         self._embedder = embedder
         self._clock = clock
         self._batch_size = batch_size
         self._max_chars = max_input_chars
         self._poll = poll_seconds
+        self._on_embedded = on_embedded
+        super().__init__()
         self._run_lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.last_error: str | None = None
 
     def embed_pending(self, limit: int | None = None) -> int:
@@ -65,36 +72,12 @@ class EmbeddingWorker:
                 self._store.vectors.put_many(
                     rows, model=self._embedder.model_id, dim=self._embedder.dim, at=self._clock.now()
                 )
+                if self._on_embedded is not None:
+                    self._on_embedded([(fid, vectors[i]) for i, (_, fid, _) in enumerate(batch)])
                 done += len(batch)
         return done
 
     # -- background -------------------------------------------------------------------------------
-    def start(self) -> None:
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._loop, name="reverie-embedding", daemon=True)
-            self._thread.start()
-            # A daemon thread still inside onnxruntime when the interpreter tears down aborts the process:
-            # stop (between batches) before that, even if the engine was never closed.
-            atexit.register(self.stop)
-
-    def notify(self) -> None:
-        """New entries were saved: wake the worker."""
-        self._wake.set()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop the background thread after its current batch."""
-        thread = self._thread
-        if thread is None:
-            return
-        self._stop.set()
-        self._wake.set()
-        thread.join(timeout)
-        if not thread.is_alive():
-            self._thread = None
-            self._stop.clear()
-            atexit.unregister(self.stop)
-
     def _loop(self) -> None:
         backoff = 1.0
         while not self._stop.is_set():

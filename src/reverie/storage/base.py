@@ -43,12 +43,41 @@ class FactFilter:
 
 @dataclass(frozen=True, slots=True)
 class PurgeRule:
-    """Hard-delete entries archived at or before ``archived_before``, except the high-value ones."""
+    """Hard-delete entries archived at or before ``archived_before``, except the high-value ones.
+
+    Tombstones (entries the forget sweep archived: ``metadata.forgotten``) keep longer when
+    ``tombstones_before`` is set: they go only when archived at or before it (seed 003: 180 days).
+    """
 
     archived_before: datetime
     protect_importance: float
     protect_reinforcement: int
     agent_id: str | None = None  # None: every agent (the maintenance sweep)
+    tombstones_before: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextRow:
+    """What a lexical index needs of an entry: its searchable text, its scope below the agent, and whether
+    it is archived (expiry is left to the caller's hydration through ``get_many``)."""
+
+    content: str
+    tags: tuple[str, ...]
+    category: str
+    user_id: str | None
+    session_id: str | None
+    archived: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TextSnapshot:
+    """The searchable state of one agent's entries as of change-log position ``watermark``.
+
+    ``rows`` holds ``(fact_id, row)``, where ``row`` is None when the entry no longer exists (purged).
+    """
+
+    watermark: int
+    rows: list[tuple[str, TextRow | None]]
 
 
 class FactRepository(Protocol):
@@ -65,6 +94,15 @@ class FactRepository(Protocol):
 
     def get(self, entry_id: str, scope: Scope) -> MemoryEntry | None:
         """The entry, archived or not, when ``scope`` can see it."""
+        ...
+
+    def fold_pending(self, entry_ids: list[str]) -> set[str]:
+        """Which of ``entry_ids`` wait for the after-embedding duplicate check (``fold_pending``)."""
+        ...
+
+    def owner(self, entry_id: str) -> Scope | None:
+        """The scope an entry was saved in, or None for an unknown id. For background passes handed ids by
+        the store itself (the embedding worker); they then read through ``get`` with that scope."""
         ...
 
     def get_many(self, entry_ids: list[str], flt: FactFilter) -> list[MemoryEntry]:
@@ -100,8 +138,28 @@ class FactRepository(Protocol):
         """Hard-delete per ``rule`` (with their versions and vectors); returns (purged, protected) ids."""
         ...
 
+    def expansion_pending(self, limit: int, *, after: int = 0) -> list[tuple[int, str]]:
+        """Up to ``limit`` ``(position, fact_id)`` of entries waiting for the background expansion
+        (``expand_pending``), in every scope and archived or not, in insertion order, starting after
+        position ``after`` (a cursor, so a run passes an entry it leaves pending). The expansion queue then
+        reads each through ``owner`` and ``get``."""
+        ...
+
     def iter_all(self, agent_id: str | None = None) -> Iterator[MemoryEntry]:
         """Every entry, archived included, ordered by id: for copy, reindex and audits."""
+        ...
+
+    def text_snapshot(self, agent_id: str) -> TextSnapshot:
+        """The searchable state of every entry of one agent (archived included, in insertion order), and
+        the change-log position it reflects. The position is read first, so a change committed meanwhile
+        is replayed by the next ``text_changes`` (harmlessly, as it is already in the rows)."""
+        ...
+
+    def text_changes(self, agent_id: str, after: int) -> TextSnapshot:
+        """The current searchable state (or None: purged) of every entry of the agent whose content, tags,
+        category, scope, archived state or expiry changed after log position ``after``. The returned
+        watermark is the log's position; one below ``after`` means the log was replaced (a restored
+        backup) and the caller must start again from ``text_snapshot``."""
         ...
 
 

@@ -5,26 +5,61 @@
         embedder = OpenAIEmbedder(server.url, "test-model")   # server.url == "http://127.0.0.1:<port>/v1"
 
 ``POST /v1/embeddings`` answers deterministic vectors from ``HashEmbedder(dim)`` (times ``scale``);
-``POST /v1/chat/completions`` answers the scripted contents in order, then HTTP 500 once the script is
-empty. Every request is recorded in ``server.requests``. ``fail_next``, ``delay_next`` and
-``malform_next`` inject one failure each into the next request(s). Token counts in ``usage`` are
-whitespace-separated words, not real tokens. Standard library only; serves HTTP/1.0 (one request per
-connection) so shutdown never waits on an idle keep-alive connection.
+``POST /v1/chat/completions`` answers the scripted answers in order, then HTTP 500 once the script is
+empty. A scripted answer is the assistant's text, or a ``ChatReply`` for anything else: a status with
+headers (a 429 with ``Retry-After``), a raw body (garbage, a cut-off chat completion), a delay (a client
+timeout), chosen ``usage`` or none, a ``finish_reason``. Every request is recorded in ``server.requests``.
+``fail_next``, ``delay_next`` and ``malform_next`` inject one failure each into the next request(s) of any
+path. Token counts in ``usage`` are whitespace-separated words, not real tokens, unless a ``ChatReply``
+says otherwise. Standard library only; serves HTTP/1.0 (one request per connection) so shutdown never
+waits on an idle keep-alive connection.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Literal, NamedTuple
 
 from reverie.embed.hashing import HashEmbedder
-from reverie.testing._loopback import LoopbackServer, RecordedRequest, Reply
+from reverie.testing._loopback import LoopbackServer, RecordedRequest
 
-__all__ = ["RecordedRequest", "ScriptedOpenAIServer"]
+__all__ = ["ChatReply", "RecordedRequest", "ScriptedOpenAIServer"]
 
 MalformKind = Literal["count", "dim", "json"]
 _MALFORM_KINDS = ("count", "dim", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatReply:
+    """One scripted ``/v1/chat/completions`` answer, when the assistant's text alone is not enough.
+
+    Attributes:
+        content: the assistant's text (None: ``"content": null``).
+        status: the HTTP status. Not 200 and no ``body``: an OpenAI-shaped error naming the status.
+        headers: extra response headers, e.g. ``{"Retry-After": "1"}``.
+        body: sent verbatim instead of a chat completion (garbage, a cut-off body); str is UTF-8 encoded.
+        usage: ``"words"``: word counts; None: no ``usage`` at all; a dict: sent as given.
+        finish_reason: the choice's ``finish_reason`` (``"length"``: the answer hit ``max_tokens``).
+        delay: seconds to wait before answering (cut short when the server stops).
+    """
+
+    content: str | None = ""
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes | str | None = None
+    usage: Mapping[str, Any] | Literal["words"] | None = "words"
+    finish_reason: str = "stop"
+    delay: float = 0.0
+
+
+class Reply(NamedTuple):
+    status: int
+    body: bytes
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> Reply:
@@ -51,7 +86,7 @@ class ScriptedOpenAIServer(LoopbackServer):
         self._embedder = HashEmbedder(dim)
         self._scale = scale
         self._reverse = reverse_data
-        self._chat: deque[str] = deque()
+        self._chat: deque[str | ChatReply] = deque()
         self._delays: deque[float] = deque()
         self._faults: deque[Reply] = deque()
         self._malforms: deque[MalformKind] = deque()
@@ -69,15 +104,22 @@ class ScriptedOpenAIServer(LoopbackServer):
     def dim(self) -> int:
         return self._embedder.dim
 
-    def script_chat(self, answers: list[str]) -> None:
-        """Queue assistant message contents for ``/v1/chat/completions``, answered in order."""
+    def script_chat(self, answers: list[str | ChatReply]) -> None:
+        """Queue answers for ``/v1/chat/completions``, answered in order: the assistant's text, or a
+        ``ChatReply``."""
         with self._lock:
             self._chat.extend(answers)
 
-    def fail_next(self, status: int, body: str = '{"error": {"message": "injected failure"}}') -> None:
-        """The next request (of any path) answers ``status`` with ``body``. Calls queue up."""
+    def fail_next(
+        self,
+        status: int,
+        body: str = '{"error": {"message": "injected failure"}}',
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """The next request (of any path) answers ``status`` with ``body`` and ``headers``. Calls queue up."""
         with self._lock:
-            self._faults.append(Reply(status, body.encode()))
+            self._faults.append(Reply(status, body.encode(), tuple((headers or {}).items())))
 
     def delay_next(self, seconds: float) -> None:
         """The next request waits ``seconds`` before answering (cut short when the server stops)."""
@@ -93,6 +135,16 @@ class ScriptedOpenAIServer(LoopbackServer):
             self._malforms.append(kind)
 
     # -- answering (called from request threads) ---------------------------------------------------------
+    def _write(self, handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+        """A ``Reply`` with its extra headers (JSON unless they name another Content-Type)."""
+        handler.send_response(reply.status)
+        if not any(name.lower() == "content-type" for name, _ in reply.headers):
+            handler.send_header("Content-Type", "application/json")
+        for name, value in reply.headers:
+            handler.send_header(name, value)
+        handler.send_header("Content-Length", str(len(reply.body)))
+        handler.end_headers()
+        handler.wfile.write(reply.body)
 
     def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> Reply:
         try:
@@ -141,16 +193,37 @@ class ScriptedOpenAIServer(LoopbackServer):
         if body.get("stream"):
             return _error(400, "the scripted server does not stream")
         with self._lock:
-            answer = self._chat.popleft() if self._chat else None
-        if answer is None:
+            scripted = self._chat.popleft() if self._chat else None
+        if scripted is None:
             return _error(500, "the chat script is empty", "server_error")
-        prompt, completion = _words(body.get("messages")), _words(answer)
-        payload = {
+        answer = scripted if isinstance(scripted, ChatReply) else ChatReply(scripted)
+        if answer.delay > 0:
+            self._closing.wait(answer.delay)
+        headers = tuple(answer.headers.items())
+        if answer.body is not None:
+            raw = answer.body.encode() if isinstance(answer.body, str) else answer.body
+            return Reply(answer.status, raw, headers)
+        if answer.status != 200:
+            failed = _error(answer.status, f"scripted HTTP {answer.status}", "server_error")
+            return failed._replace(headers=headers)
+        return Reply(200, json.dumps(self._completion(body, answer)).encode(), headers)
+
+    def _completion(self, body: dict[str, Any], answer: ChatReply) -> dict[str, Any]:
+        message = {"role": "assistant", "content": answer.content}
+        payload: dict[str, Any] = {
             "id": f"chatcmpl-scripted-{len(self.requests)}",
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            "choices": [{"index": 0, "message": message, "finish_reason": answer.finish_reason}],
         }
-        return Reply(200, json.dumps(payload).encode())
+        if answer.usage == "words":
+            prompt, completion = _words(body.get("messages")), _words(answer.content or "")
+            payload["usage"] = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+        elif answer.usage is not None:
+            payload["usage"] = dict(answer.usage)
+        return payload

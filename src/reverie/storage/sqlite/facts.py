@@ -14,14 +14,15 @@ from datetime import datetime
 from typing import Any
 
 from reverie.errors import NotFound
-from reverie.storage.base import FactFilter, PurgeRule
+from reverie.storage.base import FactFilter, PurgeRule, TextRow, TextSnapshot
 from reverie.storage.sqlite.database import Database, parse_ts, parse_ts_or_none, ts, ts_or_none
 from reverie.types import CategoryCount, Change, EntryVersion, MemoryEntry, Scope, Tier
 
 _COLUMNS = (
     "f.id, f.agent_id, f.user_id, f.session_id, f.content, f.category, f.tags, f.tier, f.created_at, "
     "f.updated_at, f.last_seen_at, f.reinforcement_count, f.importance, f.retention, f.confidence, "
-    "f.pinned, f.expires_at, f.archived_at, f.superseded_by, f.metadata, v.model"
+    "f.pinned, f.expires_at, f.archived_at, f.superseded_by, f.metadata, v.model, f.decayed_through, "
+    "f.read_strength, f.read_at, f.fold_pending, f.expand_pending"
 )
 _FROM = "facts f LEFT JOIN fact_vectors v ON v.fact_id = f.id"
 # Column weights for bm25(): content counts most, tags next, the category path least.
@@ -63,6 +64,11 @@ def _row_to_entry(row: sqlite3.Row | tuple[Any, ...]) -> MemoryEntry:
         superseded_by=row[18],
         metadata=json.loads(row[19]),
         embedding_model=row[20],
+        decayed_through=parse_ts_or_none(row[21]),
+        read_strength=float(row[22]),
+        read_at=parse_ts_or_none(row[23]),
+        fold_pending=bool(row[24]),
+        expand_pending=bool(row[25]),
     )
 
 
@@ -114,6 +120,11 @@ def _entry_params(e: MemoryEntry) -> dict[str, Any]:
         "archived_at": ts_or_none(e.archived_at),
         "superseded_by": e.superseded_by,
         "metadata": _dumps(e.metadata),
+        "decayed_through": ts_or_none(e.decayed_through),
+        "read_strength": e.read_strength,
+        "read_at": ts_or_none(e.read_at),
+        "fold_pending": int(e.fold_pending),
+        "expand_pending": int(e.expand_pending),
     }
 
 
@@ -121,6 +132,7 @@ _FIELD_NAMES = [
     *("id", "agent_id", "user_id", "session_id", "content", "category", "tags", "tier", "created_at"),
     *("updated_at", "last_seen_at", "reinforcement_count", "importance", "retention", "confidence"),
     *("pinned", "expires_at", "archived_at", "superseded_by", "metadata"),
+    *("decayed_through", "read_strength", "read_at", "fold_pending", "expand_pending"),
 ]
 _INSERT = f"INSERT INTO facts ({', '.join(_FIELD_NAMES)}) VALUES ({', '.join(':' + n for n in _FIELD_NAMES)})"
 _UPDATE = (
@@ -167,6 +179,21 @@ class SqliteFacts:
             ).fetchone()
         )
         return None if row is None else _row_to_entry(row)
+
+    def fold_pending(self, entry_ids: list[str]) -> set[str]:
+        out: set[str] = set()
+        for start in range(0, len(entry_ids), 500):
+            chunk = entry_ids[start : start + 500]
+            sql = f"SELECT id FROM facts WHERE fold_pending = 1 AND id IN ({', '.join('?' * len(chunk))})"
+            rows = self._db.read(lambda c, q=sql, p=chunk: c.execute(q, p).fetchall())  # type: ignore[misc]
+            out.update(str(r[0]) for r in rows)
+        return out
+
+    def owner(self, entry_id: str) -> Scope | None:
+        row = self._db.read(
+            lambda c: c.execute("SELECT agent_id, user_id, session_id FROM facts WHERE id = ?", (entry_id,)).fetchone()
+        )
+        return None if row is None else Scope(agent_id=row[0], user_id=row[1], session_id=row[2])
 
     def get_many(self, entry_ids: list[str], flt: FactFilter) -> list[MemoryEntry]:
         where, params = _visible(flt)
@@ -238,8 +265,12 @@ class SqliteFacts:
 
     def purge(self, rule: PurgeRule) -> tuple[list[str], list[str]]:
         def work(c: sqlite3.Connection) -> tuple[list[str], list[str]]:
-            sql = "SELECT id, importance, reinforcement_count, pinned FROM facts WHERE archived_at <= ?"
-            params: list[Any] = [ts(rule.archived_before)]
+            sql = (
+                "SELECT id, importance, reinforcement_count, pinned FROM facts WHERE archived_at <= ?"
+                " AND (json_extract(metadata, '$.forgotten') IS NULL OR ? IS NULL OR archived_at <= ?)"
+            )
+            tombstones = ts_or_none(rule.tombstones_before)
+            params: list[Any] = [ts(rule.archived_before), tombstones, tombstones]
             if rule.agent_id is not None:
                 sql += " AND agent_id = ?"
                 params.append(rule.agent_id)
@@ -258,6 +289,14 @@ class SqliteFacts:
 
         return self._db.write(work)
 
+    def expansion_pending(self, limit: int, *, after: int = 0) -> list[tuple[int, str]]:
+        rows = self._db.read(
+            lambda c: c.execute(
+                "SELECT seq, id FROM facts WHERE expand_pending = 1 AND seq > ? ORDER BY seq LIMIT ?", (after, limit)
+            ).fetchall()
+        )
+        return [(int(position), str(fact_id)) for position, fact_id in rows]
+
     def iter_all(self, agent_id: str | None = None) -> Iterator[MemoryEntry]:
         last = ""
         while True:
@@ -272,6 +311,46 @@ class SqliteFacts:
             for row in rows:
                 yield _row_to_entry(row)
             last = rows[-1][0]
+
+    def text_snapshot(self, agent_id: str) -> TextSnapshot:
+        def work(c: sqlite3.Connection) -> TextSnapshot:
+            # The watermark is read first: a change committed after it is replayed later, harmlessly.
+            (mark,) = c.execute("SELECT coalesce(max(seq), 0) FROM fact_log").fetchone()
+            rows = c.execute(f"SELECT {_TEXT_COLUMNS} FROM facts f WHERE f.agent_id = ? ORDER BY f.seq", (agent_id,))
+            return TextSnapshot(watermark=int(mark), rows=[(str(r[0]), _text_row(r)) for r in rows])
+
+        return self._db.read(work)
+
+    def text_changes(self, agent_id: str, after: int) -> TextSnapshot:
+        def work(c: sqlite3.Connection) -> TextSnapshot:
+            (mark,) = c.execute("SELECT coalesce(max(seq), 0) FROM fact_log").fetchone()
+            if int(mark) <= after:
+                return TextSnapshot(watermark=int(mark), rows=[])
+            rows = c.execute(
+                f"SELECT l.fact_id, {_TEXT_COLUMNS.replace('f.id, ', '', 1)} FROM (SELECT fact_id, max(seq) AS seq"
+                "  FROM fact_log WHERE agent_id = ? AND seq > ? AND seq <= ? GROUP BY fact_id) l"
+                " LEFT JOIN facts f ON f.id = l.fact_id AND f.agent_id = ? ORDER BY l.seq",
+                (agent_id, after, int(mark), agent_id),
+            )
+            return TextSnapshot(
+                watermark=int(mark), rows=[(str(r[0]), None if r[1] is None else _text_row(r)) for r in rows]
+            )
+
+        return self._db.read(work)
+
+
+_TEXT_COLUMNS = "f.id, f.content, f.tags, f.category, f.user_id, f.session_id, f.archived_at IS NOT NULL"
+
+
+def _text_row(row: tuple[Any, ...]) -> TextRow:
+    return TextRow(
+        content=row[1],
+        tags=() if row[2] == "[]" else tuple(json.loads(row[2])),  # most entries have no tags: skip the parse
+        category=row[3],
+        user_id=row[4],
+        session_id=row[5],
+        archived=bool(row[6]),
+    )
 
 
 def _record_version(c: sqlite3.Connection, e: MemoryEntry, change: Change, at: datetime) -> None:

@@ -202,12 +202,74 @@ CREATE TRIGGER fact_vectors_logged_delete AFTER DELETE ON fact_vectors BEGIN
 END;
 """
 
+_FACT_LOG = """
+-- Every change to an entry's searchable state (text, scope, archived, expiry) leaves a row here; in-memory
+-- lexical indexes (in any process) replay the rows after their watermark, as vector indexes replay
+-- vector_log. No backfill: an index starts from a snapshot of facts. The WHEN clause matters: a write
+-- sets every column (a reinforcement too), and only a real change may cost an index a row.
+CREATE TABLE fact_log (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id TEXT NOT NULL,
+    fact_id  TEXT NOT NULL
+);
+CREATE INDEX fact_log_agent ON fact_log (agent_id, seq);
+CREATE TRIGGER fact_log_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO fact_log (agent_id, fact_id) VALUES (new.agent_id, new.id);
+END;
+CREATE TRIGGER fact_log_update
+AFTER UPDATE OF content, tags, category, archived_at, user_id, session_id, expires_at ON facts
+WHEN old.content IS NOT new.content OR old.tags IS NOT new.tags OR old.category IS NOT new.category
+    OR old.archived_at IS NOT new.archived_at OR old.user_id IS NOT new.user_id
+    OR old.session_id IS NOT new.session_id OR old.expires_at IS NOT new.expires_at
+BEGIN
+    INSERT INTO fact_log (agent_id, fact_id) VALUES (new.agent_id, new.id);
+END;
+CREATE TRIGGER fact_log_delete AFTER DELETE ON facts BEGIN
+    INSERT INTO fact_log (agent_id, fact_id) VALUES (old.agent_id, old.id);
+END;
+"""
+
+_AGING = """
+-- Aging state (seed 000 importance decay, seed 003 retention) and the semantic-deduplication queue.
+-- decayed_through: how far importance decay has been applied (calendar-time invariant decay);
+-- read_strength / read_at: the fading sum of reads (search hits, get, links, explore);
+-- fold_pending: saved with deduplication on and not yet compared by embedding.
+ALTER TABLE facts ADD COLUMN decayed_through TEXT;
+ALTER TABLE facts ADD COLUMN read_strength REAL NOT NULL DEFAULT 0;
+ALTER TABLE facts ADD COLUMN read_at TEXT;
+ALTER TABLE facts ADD COLUMN fold_pending INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX facts_fold_pending ON facts (fold_pending) WHERE fold_pending = 1;
+-- Every write sets every column, so UPDATE OF alone re-indexed the text of each reinforcement and
+-- bookkeeping write; re-index only when the indexed text really changed.
+DROP TRIGGER facts_fts_update;
+CREATE TRIGGER facts_fts_update AFTER UPDATE OF content, tags, category, agent_id ON facts
+WHEN old.content IS NOT new.content OR old.tags IS NOT new.tags OR old.category IS NOT new.category
+    OR old.agent_id IS NOT new.agent_id
+BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content, tags, category, agent_id)
+    VALUES ('delete', old.seq, old.content, old.tags, old.category, old.agent_id);
+    INSERT INTO facts_fts (rowid, content, tags, category, agent_id)
+    VALUES (new.seq, new.content, new.tags, new.category, new.agent_id);
+END;
+"""
+
+_EXPANSION = """
+-- The background expansion queue (seed 000's save_memory enrichment): an entry saved with an LLM configured
+-- waits here until the LLM has read it into focused facts. A column, not metadata, so the queue is an
+-- indexed lookup and the flag never shows in an entry's metadata or its versions.
+ALTER TABLE facts ADD COLUMN expand_pending INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX facts_expand_pending ON facts (seq) WHERE expand_pending = 1;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
     ("0003_sequence_index", _SEQUENCE),
     ("0004_fts_agent", _FTS_AGENT),
     ("0005_vectors_inline", _VECTORS_ROWID),
+    ("0006_fact_log", _FACT_LOG),
+    ("0007_aging", _AGING),
+    ("0008_expansion", _EXPANSION),
 ]
 
 

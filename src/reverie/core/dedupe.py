@@ -1,0 +1,181 @@
+"""Save-time deduplication decisions (seed 000), pure: is a new fact the same as an existing one?
+
+Similarity finds the candidate pair (token Jaccard here; cosine over embeddings in the caller); the
+specifics decide what to do with it:
+
+- reinforce: the existing text already carries every specific the new one does (a restatement, reordered,
+  re-cased or paraphrased): counters move, the text does not;
+- extend: the new text adds specifics and drops none of the existing ones (a more detailed restatement):
+  it is appended;
+- distinct: each side has a specific the other lacks (a name, a number or a date was *replaced*: a
+  near-miss twin, a different fact), or the extension would be too long: it becomes its own entry.
+
+Invariant: a verdict never loses a specific. Reinforce is only returned when the existing text covers the
+candidate (the merge coverage check); extend keeps both texts whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+
+from reverie.core.coverage import CoverageSource, Vocabulary, check_coverage
+from reverie.core.text import STOPWORDS
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_NUMBER = re.compile(r"\d+")
+_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}“”‘’«»"
+
+
+class Verdict(StrEnum):
+    REINFORCE = "reinforce"
+    EXTEND = "extend"
+    DISTINCT = "distinct"
+
+
+def content_tokens(text: str) -> frozenset[str]:
+    """Lower-cased letter/digit runs."""
+    return frozenset(match.group(0).lower() for match in _TOKEN.finditer(text))
+
+
+def _words(text: str) -> frozenset[str]:
+    """Whitespace-separated words, lower-cased, without the sentence punctuation around them: symbols
+    inside a word stay, so "C++" is not "C" and "-5" is not "5" (a reinforcement must not drop them)."""
+    out = (w.strip(_EDGE_PUNCTUATION).lower() for w in text.split())
+    return frozenset(w for w in out if w)
+
+
+def jaccard(a: str, b: str) -> float:
+    """Token Jaccard similarity of two texts, in [0, 1], over content words: function words ("the", "was")
+    would make any two short sentences look alike. Two texts without content words score 0."""
+    left, right = content_tokens(a) - STOPWORDS, content_tokens(b) - STOPWORDS
+    union = left | right
+    return len(left & right) / len(union) if union else 0.0
+
+
+def top_category(category: str) -> str:
+    """The first segment of a category path: deduplication only compares entries within it."""
+    return category.split("/", 1)[0]
+
+
+def case_carries_signal(text: str) -> bool:
+    """Whether capitals in ``text`` can tell names from words: not when it is all lower case, ALL CAPITALS,
+    or Every Word Capitalised."""
+    words = [w for w in _TOKEN.findall(text) if w[0].isalpha()]
+    if not words:
+        return False
+    if text.lower() == text or text.upper() == text:
+        return False
+    return not (len(words) >= 3 and all(w[0].isupper() for w in words))
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A verdict, and the candidate's text as it should be appended on ``EXTEND`` (respelt in the existing
+    entry's casing when its own casing carried no signal, so the entry reads consistently)."""
+
+    verdict: Verdict
+    text: str
+
+
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
+
+
+def _spellings(paragraphs: list[str]) -> dict[str, str]:
+    """How the case-carrying paragraphs spell each word: lower case when it is ever written so; otherwise
+    capitalised as written away from a sentence start, or failing that at one (weaker evidence, but a
+    name that only ever opens a sentence must not be lower-cased into an ordinary word)."""
+    lower: set[str] = set()
+    inside: dict[str, str] = {}
+    opening: dict[str, str] = {}
+    for paragraph in paragraphs:
+        for match in _TOKEN.finditer(paragraph):
+            word, key = match.group(0), match.group(0).lower()
+            if word == key:
+                lower.add(key)
+            elif _SENTENCE_START.search(paragraph[: match.start()]):
+                opening.setdefault(key, word)
+            else:
+                inside.setdefault(key, word)
+    spelling = {**opening, **inside}
+    spelling.update({key: key for key in lower})
+    return spelling
+
+
+def normalise_case(texts: list[str]) -> list[str]:
+    """``texts`` with every paragraph whose casing carries no signal respelt: words the case-carrying
+    paragraphs (of all the texts) write take that spelling, others are lower-cased. So a SHOUTED or Title
+    Cased restatement is compared by its words, never mistaken for a string of names or acronyms."""
+    split = [text.split("\n\n") for text in texts]
+    spelling = _spellings([p for paragraphs in split for p in paragraphs if case_carries_signal(p)])
+
+    def respell(paragraph: str) -> str:
+        if case_carries_signal(paragraph):
+            return paragraph
+        return _TOKEN.sub(lambda m: spelling.get(m.group(0).lower(), m.group(0).lower()), paragraph)
+
+    return ["\n\n".join(respell(p) for p in paragraphs) for paragraphs in split]
+
+
+def decide(existing: str, candidate: str, *, category: str | None, vocabulary: Vocabulary) -> Decision:
+    """What a save of ``candidate`` does to the similar ``existing`` entry (see the module docstring).
+
+    Both texts are compared with their case normalised (``normalise_case``). A candidate whose casing
+    carries no signal (all lower case, SHOUTED, Title Cased) cannot show which of its new words are names,
+    so it never reinforces on the coverage check alone: with new words it extends (its text is kept) or,
+    when it lacks a specific of the existing entry, stays distinct. The stored text is never re-cased.
+    """
+    signal = case_carries_signal(candidate)
+    existing_signal = any(case_carries_signal(p) for p in existing.split("\n\n"))
+    existing, normalised = normalise_case([existing, candidate])
+    appended = normalised if existing_signal else candidate
+    verdict = _verdict(existing, normalised, category, vocabulary, signals=(existing_signal, signal))
+    return Decision(verdict, appended)
+
+
+def _verdict(
+    existing: str, candidate: str, category: str | None, vocabulary: Vocabulary, *, signals: tuple[bool, bool]
+) -> Verdict:
+    new_numbers, lost_numbers = _number_change(existing, candidate)
+    if new_numbers and lost_numbers:
+        return Verdict.DISTINCT
+    new_words = _words(candidate) - _words(existing)
+    if not new_words and not new_numbers:
+        return Verdict.REINFORCE  # nothing the existing text does not already say, in any case
+    existing_signal, candidate_signal = signals
+    # A new word with a symbol in it ("C++", "-5", "v2.1") is a specific the coverage check cannot see.
+    symbols = any(not word.isalnum() for word in new_words)
+    # Both texts are sources of the check, so each one's lower-case words are corpus evidence (seed 001):
+    # "Code" opening the candidate is an ordinary word when the existing text says "code".
+    both = [CoverageSource(candidate, category), CoverageSource(existing, category)]
+    covered = check_coverage(both, existing, vocabulary=vocabulary).ok and not new_numbers
+    if candidate_signal and not symbols and covered:
+        return Verdict.REINFORCE
+    if candidate_signal and not existing_signal:
+        # A new name, and an existing text whose names cannot be told from its words: it may be a
+        # replacement (a twin), so keep it apart.
+        return Verdict.DISTINCT
+    covers_existing = check_coverage(both, candidate, vocabulary=vocabulary).ok
+    # The candidate has (or may have) specifics the existing text lacks. If it also lacks one of the
+    # existing text's, a specific was replaced, not added: a different fact.
+    return Verdict.EXTEND if covers_existing and not lost_numbers else Verdict.DISTINCT
+
+
+def _number_change(existing: str, candidate: str) -> tuple[bool, bool]:
+    """Whether the candidate adds numbers and whether it drops some, against the closest paragraph of the
+    existing text. Every number counts ("3 apples" is not "4 apples"), as a multiset: "6 people on June 13"
+    restated as "13 people on June 13" replaced the 6, although every number of it appears somewhere."""
+    wanted = Counter(_NUMBER.findall(candidate))
+    best = (True, True, True)
+    for paragraph in existing.split("\n\n"):
+        held = Counter(_NUMBER.findall(paragraph))
+        adds, drops = bool(wanted - held), bool(held - wanted)
+        best = min(best, (adds and drops, adds, drops))
+    return best[1], best[2]
+
+
+def extend_text(existing: str, candidate: str) -> str:
+    """The extended text: the existing text, then the new one as its own paragraph (both kept whole)."""
+    return existing.rstrip() + "\n\n" + candidate.strip()

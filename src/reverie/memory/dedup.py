@@ -1,0 +1,256 @@
+"""Save-time deduplication (seed 000): a restated fact reinforces the entry that already says it.
+
+Two lookups find the entry a new fact most resembles, always among live entries of exactly the same scope
+and the same top-level category:
+
+- at save time, lexically: BM25 candidates scored by token Jaccard (>= ``lexical_threshold``);
+- after the background worker embeds a fresh entry, semantically: the nearest vectors by cosine
+  (>= ``similarity_threshold``). Saving never waits for an embedding, so paraphrases are caught here: the
+  new entry is folded into the older one (archived, ``superseded_by`` pointing at it), which the caller
+  sees through ``get``. Entries wait for this check in the store (``fold_pending``), so a restart, another
+  process or a re-embedding after a model change neither loses nor repeats it.
+
+``core.dedupe.decide`` and the merge coverage check then choose reinforced, extended or created.
+
+Invariants: nothing is lost (reinforce only when the existing text covers the new one; extend keeps
+both texts; a folded entry is archived, never deleted, and restorable); a reinforcement leaves
+``updated_at`` alone and moves ``last_seen_at``; trust only rises through reinforcement, never through
+combined text (``core.provenance``); feedback/*, claim/capability/* and sequence entries (turns, chunks:
+``metadata.thread`` + ``metadata.position``) are never deduplicated; an entry and a fact expanded out of it
+(``metadata.expandedFrom``) never fold into each other.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from reverie.clock import Clock
+from reverie.core import text
+from reverie.core.coverage import Vocabulary, category_matches
+from reverie.core.dedupe import Verdict, decide, extend_text, jaccard, top_category
+from reverie.core.provenance import least_trusted, most_trusted
+from reverie.core.subject_time import merge_subject_time
+from reverie.embed.base import Vectors
+from reverie.recall.hybrid import HybridSearch
+from reverie.storage.base import FactFilter, Store
+from reverie.types import Change, MemoryEntry
+
+log = logging.getLogger("reverie.dedup")
+BYPASS_CATEGORIES = ("feedback", "claim/capability")
+SUBJECT_TIME_KEYS = ("subjectTime", "subjectTimeStart", "subjectTimeEnd")
+EXPANDED_FROM = "expandedFrom"  # metadata of a fact the background expansion read out of another entry
+
+
+@dataclass(frozen=True, slots=True)
+class DedupConfig:
+    """Seed 000's MemoryOptions for deduplication; the engine fills them from Settings."""
+
+    enabled: bool = True
+    similarity_threshold: float = 0.88  # cosine
+    lexical_threshold: float = 0.6  # token Jaccard: a different scale, hence a different number
+    max_extended_chars: int = 2000
+    candidates: int = 8
+
+
+def bypasses(entry: MemoryEntry) -> bool:
+    """Entries deduplication must leave alone: feedback/* (the contradiction detector's), claim/capability/*
+    (the verifier's) and members of a sequence, whose position is their identity."""
+    if any(category_matches(entry.category, prefix) for prefix in BYPASS_CATEGORIES):
+        return True
+    return "thread" in entry.metadata and "position" in entry.metadata
+
+
+class Deduplicator:
+    """Finds the entry a new fact restates and folds the fact into it."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        config: DedupConfig,
+        *,
+        vocabulary: Callable[[], Vocabulary],
+        recall: HybridSearch | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self.config = config
+        self._vocabulary = vocabulary
+        self._recall = recall
+
+    # -- at save time ----------------------------------------------------------------------------------
+    def fold_on_save(self, candidate: MemoryEntry, now: datetime) -> tuple[str, MemoryEntry] | None:
+        """Reinforce or extend the live entry ``candidate`` restates, writing it; returns the outcome and the
+        updated entry, or None when the candidate should be created. Call inside a store transaction."""
+        if not self.config.enabled or bypasses(candidate):
+            return None
+        match = self._lexical_match(candidate, now)
+        if match is None:
+            return None
+        return self._apply(match, candidate, now)
+
+    def _lexical_match(self, candidate: MemoryEntry, now: datetime) -> MemoryEntry | None:
+        match = text.fts_match(text.query_terms(candidate.content))
+        if match is None:
+            return None
+        flt = FactFilter(scope=candidate.scope, now=now, category_prefix=top_category(candidate.category))
+        best: tuple[float, MemoryEntry] | None = None
+        for entry, _ in self._store.facts.search(match, flt, self.config.candidates):
+            if not self._comparable(candidate, entry):
+                continue
+            score = jaccard(candidate.content, entry.content)
+            if score >= self.config.lexical_threshold and (best is None or score > best[0]):
+                best = (score, entry)
+        return None if best is None else best[1]
+
+    @staticmethod
+    def _comparable(candidate: MemoryEntry, entry: MemoryEntry) -> bool:
+        return (
+            entry.id != candidate.id
+            and entry.scope == candidate.scope  # exactly: folding must not widen or narrow who sees a fact
+            and not entry.archived
+            and top_category(entry.category) == top_category(candidate.category)
+            and not bypasses(entry)
+            and not _lineage(candidate, entry)
+        )
+
+    def _apply(self, existing: MemoryEntry, candidate: MemoryEntry, now: datetime) -> tuple[str, MemoryEntry] | None:
+        decision = decide(
+            existing.content, candidate.content, category=existing.category, vocabulary=self._vocabulary()
+        )
+        verdict = decision.verdict
+        if verdict is Verdict.REINFORCE:
+            updated = reinforced(existing, candidate, now)
+            self._store.facts.write(updated, change=Change.REINFORCED, at=now)
+            return "reinforced", updated
+        if verdict is Verdict.EXTEND:
+            content = extend_text(existing.content, decision.text)
+            if len(content) > self.config.max_extended_chars:
+                return None  # one busy topic must not accrete into a hundred-paragraph entry
+            updated = extended(existing, candidate, content, now)
+            self._store.facts.write(updated, change=Change.EXTENDED, at=now)
+            return "extended", updated
+        return None
+
+    def semantic_check_pending(self, entry: MemoryEntry) -> bool:
+        """Whether a freshly created ``entry`` waits for the after-embedding check (``fold_pending``)."""
+        return self.config.enabled and self._has_vectors() and not bypasses(entry)
+
+    def _has_vectors(self) -> bool:
+        return self._recall is not None and self._recall.index is not None
+
+    # -- after embedding -------------------------------------------------------------------------------
+    def fold_embedded(self, embedded: list[tuple[str, Vectors]]) -> int:
+        """The semantic pass over freshly embedded entries that wait for it (``fold_pending``): each one
+        whose nearest live neighbour (cosine >= the threshold, created earlier) it restates is folded into
+        that neighbour; the others just leave the queue. Returns how many were folded. Never raises on one
+        entry's account: a failure is logged and the entry stays as it was saved."""
+        if not self._has_vectors():
+            return 0
+        folded = 0
+        waiting = self._store.facts.fold_pending([fact_id for fact_id, _ in embedded])
+        if not waiting:
+            return 0  # the common case in bulk ingestion: one query, no transaction
+        with self._store.transaction():
+            for fact_id, vector in embedded:
+                if fact_id not in waiting:
+                    continue
+                try:
+                    with self._store.transaction():  # a savepoint: one entry's failure undoes only its writes
+                        folded += self._fold_one(fact_id, vector)
+                except Exception:  # one entry's trouble must not stop the worker; the dream is the backstop
+                    log.exception("semantic deduplication of %s failed; the entry is kept as saved", fact_id)
+        return folded
+
+    def _fold_one(self, fact_id: str, vector: Vectors) -> int:
+        now = self._clock.now()
+        scope = self._store.facts.owner(fact_id)
+        candidate = None if scope is None else self._store.facts.get(fact_id, scope)
+        if candidate is None or not candidate.fold_pending:
+            return 0
+        done = replace(candidate, fold_pending=False)
+        # Touched since it was saved (edited, reinforced, archived): no longer a fresh restatement.
+        fresh = not candidate.archived and candidate.reinforcement_count == 1 and candidate.updated_at is None
+        match = self._semantic_match(candidate, vector, now) if fresh and self.config.enabled else None
+        result = None if match is None else self._apply(match, candidate, now)
+        if result is None:
+            self._store.facts.write(done, change=Change.HOUSEKEEPING, at=now)
+            return 0
+        self._store.facts.write(
+            replace(done, archived_at=now, superseded_by=result[1].id), change=Change.SUPERSEDED, at=now
+        )
+        log.info("folded %s into %s (%s)", candidate.id, result[1].id, result[0])
+        return 1
+
+    def _semantic_match(self, candidate: MemoryEntry, vector: Vectors, now: datetime) -> MemoryEntry | None:
+        assert self._recall is not None and self._recall.index is not None
+        query = np.asarray(vector, dtype=np.float32)
+        near = self._recall.index.search(candidate.scope.agent_id, query, self.config.candidates + 1)
+        wanted = {i: s for i, s in near if s >= self.config.similarity_threshold and i != candidate.id}
+        if not wanted:
+            return None
+        flt = FactFilter(scope=candidate.scope, now=now, category_prefix=top_category(candidate.category))
+        entries = {e.id: e for e in self._store.facts.get_many(list(wanted), flt)}
+        ranked = sorted(wanted, key=lambda i: -wanted[i])
+        for entry_id in ranked:
+            entry = entries.get(entry_id)
+            # Never into an entry still waiting for its own check: entries are checked in save order, so
+            # of two fresh restatements the first is kept and the second folds into it.
+            if entry is not None and self._comparable(candidate, entry) and not entry.fold_pending:
+                return entry
+        return None
+
+
+def _lineage(a: MemoryEntry, b: MemoryEntry) -> bool:
+    """One entry was expanded out of the other (``metadata.expandedFrom``). They never fold into each other:
+    the original stays as its caller saved it (text and source), and the agent's own reading of a text is
+    not a second observation of it, so it must not reinforce it."""
+    return a.metadata.get(EXPANDED_FROM) == b.id or b.metadata.get(EXPANDED_FROM) == a.id
+
+
+def _merged_metadata(existing: MemoryEntry, candidate: MemoryEntry, source: str | None) -> dict[str, Any]:
+    metadata = {k: v for k, v in existing.metadata.items() if k not in SUBJECT_TIME_KEYS and k != "source"}
+    metadata.update(merge_subject_time([existing.metadata, candidate.metadata]))
+    if source is not None:
+        metadata["source"] = source
+    return metadata
+
+
+def _union_tags(existing: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
+    return existing + tuple(tag for tag in new if tag not in existing)
+
+
+def reinforced(existing: MemoryEntry, candidate: MemoryEntry, now: datetime) -> MemoryEntry:
+    """The same fact seen again: last_seen_at, reinforcement_count, importance (the higher), tags (the union)
+    and the source (the more trusted) move; the text and ``updated_at`` do not."""
+    source = most_trusted(existing.source, candidate.source)
+    return replace(
+        existing,
+        last_seen_at=max(now, existing.last_seen_at),
+        reinforcement_count=existing.reinforcement_count + candidate.reinforcement_count,
+        importance=max(existing.importance, candidate.importance),
+        tags=_union_tags(existing.tags, candidate.tags),
+        metadata=_merged_metadata(existing, candidate, source),
+    )
+
+
+def extended(existing: MemoryEntry, candidate: MemoryEntry, content: str, now: datetime) -> MemoryEntry:
+    """A restatement with new specifics: the text grows, ``updated_at`` moves, and the source is the less
+    trusted of the two (combined text is no more trusted than its weakest part)."""
+    source = least_trusted(existing.source, candidate.source)
+    return replace(
+        existing,
+        content=content,
+        updated_at=now,
+        last_seen_at=max(now, existing.last_seen_at),
+        reinforcement_count=existing.reinforcement_count + candidate.reinforcement_count,
+        importance=max(existing.importance, candidate.importance),
+        tags=_union_tags(existing.tags, candidate.tags),
+        metadata=_merged_metadata(existing, candidate, source),
+    )

@@ -1,0 +1,163 @@
+"""BM25 postings and arithmetic for the in-memory lexical index: FTS5's ``bm25()``, in numpy.
+
+Invariants:
+- A document is one entry's content, tags and category; a word's weighted frequency in it is the sum of
+  its columns' weights per occurrence (content 1.0, tags 0.6, category 0.4: ``SqliteFacts``' bm25()
+  weights), and its length counts the tokens of all three columns.
+- ``bm25`` is FTS5's formula: k1 1.2, b 0.75, idf ``log((N - n + 0.5) / (n + 0.5))`` floored at 1e-6.
+- ``build`` and ``weighted_terms`` give the same frequencies and lengths for the same rows: the first
+  builds a whole corpus at once (one sort), the second one entry (replayed changes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from reverie.core.tokens import MARK, split_many, tokens, word
+from reverie.storage.base import TextRow
+
+K1 = 1.2
+B = 0.75
+IDF_FLOOR = 1e-6
+CONTENT_WEIGHT, TAGS_WEIGHT, CATEGORY_WEIGHT = 1.0, 0.6, 0.4
+CHUNK = 10_000  # rows tokenised at once in ``build``: bounds the token lists' memory, costs no speed
+
+Ints = npt.NDArray[np.int32]
+Floats = npt.NDArray[np.float32]
+
+
+def bm25(
+    tf: Floats, length: Floats, *, documents: int, matching: int, average_length: float, repeats: int = 1
+) -> Floats:
+    """FTS5's bm25() contribution of one query phrase to each document: ``tf`` the weighted frequency
+    and ``length`` the token count of each, ``documents`` the corpus size, ``matching`` how many hold the
+    phrase, ``repeats`` how often the query holds it (FTS5 scores every phrase of an OR, repeats too)."""
+    idf = max(math.log((documents - matching + 0.5) / (matching + 0.5)), IDF_FLOOR) * repeats
+    norm = K1 * (1.0 - B + B * length / average_length)
+    result: Floats = (idf * tf * (K1 + 1.0) / (tf + norm)).astype(np.float32)
+    return result
+
+
+def weighted_terms(row: TextRow) -> tuple[dict[str, float], int]:
+    """Each word's weighted frequency in one entry, and the entry's length in tokens over all columns."""
+    counts: dict[str, float] = {}
+    length = 0
+    for weight, text in (
+        (CONTENT_WEIGHT, row.content),
+        (TAGS_WEIGHT, " ".join(row.tags)),
+        (CATEGORY_WEIGHT, row.category),
+    ):
+        words = tokens(text)
+        length += len(words)
+        for term, occurrences in Counter(words).items():
+            counts[term] = counts.get(term, 0.0) + weight * occurrences
+    return counts, length
+
+
+@dataclass
+class Postings:
+    """One word's (row, weighted frequency) pairs: compact arrays, plus a small append buffer folded in
+    when the word is next searched. Rows ascend; dead rows stay until the index is rebuilt."""
+
+    rows: Ints
+    tfs: Floats
+    new_rows: list[int] = field(default_factory=list)
+    new_tfs: list[float] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls) -> Postings:
+        return cls(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+
+    def append(self, row: int, tf: float) -> None:
+        self.new_rows.append(row)
+        self.new_tfs.append(tf)
+
+    def arrays(self) -> tuple[Ints, Floats]:
+        """Every (row, tf), compacting the append buffer first."""
+        if self.new_rows:
+            self.rows = np.concatenate([self.rows, np.asarray(self.new_rows, dtype=np.int32)])
+            self.tfs = np.concatenate([self.tfs, np.asarray(self.new_tfs, dtype=np.float32)])
+            self.new_rows.clear()
+            self.new_tfs.clear()
+        return self.rows, self.tfs
+
+    def nbytes(self) -> int:
+        return int(self.rows.nbytes + self.tfs.nbytes)
+
+
+@dataclass
+class Corpus:
+    """A whole corpus's postings (rows numbered in the order given) and each row's length."""
+
+    terms: dict[str, Postings]
+    lengths: Floats
+
+
+class _Words:
+    """Term ids for raw tokens: each distinct raw token is normalised (``word``) once."""
+
+    def __init__(self) -> None:
+        self.vocabulary: dict[str, int] = {}  # index word -> term id
+        self._known: dict[str, int] = {MARK: -1}  # raw token -> term id
+
+    def ids(self, texts: list[str]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The term ids of every token of ``texts`` in order, and how many tokens each text has."""
+        flat = split_many(texts)
+        known, vocabulary = self._known, self.vocabulary
+        for token in dict.fromkeys(flat):
+            if token not in known:
+                known[token] = vocabulary.setdefault(word(token), len(vocabulary))
+        ids = np.fromiter(map(known.__getitem__, flat), dtype=np.int64, count=len(flat))
+        marks = np.flatnonzero(ids < 0)  # len(texts) - 1 of them: the boundaries between texts
+        counts = np.diff(np.concatenate(([-1], marks, [ids.size]))) - 1
+        return ids[ids >= 0], counts
+
+
+def build(rows: Sequence[TextRow]) -> Corpus:
+    """Postings of ``rows`` in a few array operations. Python splits each column of ``CHUNK`` rows at
+    once (``split_many``) and normalises each distinct raw token once; counting and grouping are numpy
+    sorts over one (term, row) key per token."""
+    n = len(rows)
+    words = _Words()
+    keys: list[npt.NDArray[np.int64]] = []  # term id * n + row: sorting groups by term, then row
+    weights: list[Floats] = []
+    lengths = np.zeros(n, dtype=np.int64)
+    for start in range(0, n, CHUNK):
+        chunk = rows[start : start + CHUNK]
+        for weight, texts in (
+            (CONTENT_WEIGHT, [r.content for r in chunk]),
+            (TAGS_WEIGHT, [" ".join(r.tags) for r in chunk]),
+            (CATEGORY_WEIGHT, [r.category for r in chunk]),
+        ):
+            ids, counts = words.ids(texts)
+            keys.append(ids * n + np.repeat(np.arange(start, start + len(chunk), dtype=np.int64), counts))
+            weights.append(np.full(ids.size, weight, dtype=np.float32))
+            lengths[start : start + len(chunk)] += counts
+    if not keys:
+        return Corpus({}, lengths.astype(np.float32))
+    key, weight_of = np.concatenate(keys), np.concatenate(weights)
+    keys.clear()
+    weights.clear()
+    return Corpus(_group(words.vocabulary, key, weight_of, n), lengths.astype(np.float32))
+
+
+def _group(vocabulary: dict[str, int], key: npt.NDArray[np.int64], weights: Floats, n: int) -> dict[str, Postings]:
+    """Tokens' (term * n + row) keys and weights summed per key and grouped per term, rows ascending.
+    The postings are views into two shared arrays (no copy per word)."""
+    order = np.argsort(key)
+    key = key[order]
+    weights = weights[order]
+    del order
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    tfs = np.add.reduceat(weights, starts).astype(np.float32)
+    key = key[starts]
+    term_of = key // n
+    rows = (key - term_of * n).astype(np.int32)
+    bounds = np.searchsorted(term_of, np.arange(len(vocabulary) + 1, dtype=np.int64))
+    return {w: Postings(rows[bounds[i] : bounds[i + 1]], tfs[bounds[i] : bounds[i + 1]]) for w, i in vocabulary.items()}

@@ -1,0 +1,175 @@
+"""core.subject_time: the subject-time metadata convention and its merge (seed 000)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reverie.core.subject_time import (
+    SUBJECT_TIME,
+    SUBJECT_TIME_END,
+    SUBJECT_TIME_START,
+    merge_subject_time,
+    valid_subject_time,
+)
+
+POINT, START, END = SUBJECT_TIME, SUBJECT_TIME_START, SUBJECT_TIME_END
+
+
+@pytest.mark.parametrize("value", ["2019", "2019-06", "2019-06-14", "2024-02-29", "0001", "9999-12-31"])
+def test_valid_forms(value: str) -> None:
+    assert valid_subject_time(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "19",
+        "2019-6",
+        "2019-06-1",
+        "2019-13",
+        "2019-00",
+        "2019-02-30",
+        "2023-02-29",
+        "0000",
+        " 2019",
+        "2019 ",
+        "2019-06-14T10:00:00Z",
+        "June 2019",
+        "2019/06/14",
+        "summer 2019",
+        "20190614",
+        2019,
+        None,
+        ["2019"],
+    ],
+)
+def test_malformed_values_are_invalid(value: object) -> None:
+    assert not valid_subject_time(value)
+
+
+def test_nothing_to_merge() -> None:
+    assert merge_subject_time([]) == {}
+    assert merge_subject_time([{}, {"source": "user"}]) == {}
+
+
+def test_a_single_source_is_kept() -> None:
+    meta = {POINT: "2019-06", START: "2018", END: "2020-01-05", "other": "x"}
+    assert merge_subject_time([meta]) == {POINT: "2019-06", START: "2018", END: "2020-01-05"}
+
+
+# --- points ---------------------------------------------------------------------------------------
+
+
+def test_point_prefers_the_most_specific() -> None:
+    assert merge_subject_time([{POINT: "2019"}, {POINT: "2019-06-14"}, {POINT: "2019-06"}]) == {POINT: "2019-06-14"}
+
+
+def test_more_specific_wins_even_when_it_disagrees() -> None:
+    assert merge_subject_time([{POINT: "2019-06"}, {POINT: "2018"}]) == {POINT: "2019-06"}
+
+
+def test_equally_specific_conflicting_points_take_the_earliest() -> None:
+    assert merge_subject_time([{POINT: "2019-07-01"}, {POINT: "2019-06-14"}]) == {POINT: "2019-06-14"}
+    assert merge_subject_time([{POINT: "2021"}, {POINT: "2019"}]) == {POINT: "2019"}
+
+
+def test_malformed_points_are_ignored() -> None:
+    assert merge_subject_time([{POINT: "2019-02-30"}, {POINT: "2019"}]) == {POINT: "2019"}
+    assert merge_subject_time([{POINT: "last summer"}]) == {}
+
+
+# --- ranges ---------------------------------------------------------------------------------------
+
+
+def test_ranges_widen() -> None:
+    merged = merge_subject_time([{START: "2015-03", END: "2017"}, {START: "2016", END: "2019-06-14"}])
+    assert merged == {START: "2015-03", END: "2019-06-14"}
+
+
+def test_bounds_compare_by_the_days_they_can_mean() -> None:
+    # An end of "2019" reaches 2019-12-31, later than 2019-06-14; a start of "2019" begins before 2019-03.
+    assert merge_subject_time([{START: "2019-03", END: "2019-06-14"}, {START: "2019", END: "2019"}]) == {
+        START: "2019",
+        END: "2019",
+    }
+
+
+def test_equal_bounds_prefer_the_more_specific_form() -> None:
+    merged = merge_subject_time([{START: "2019", END: "2020"}, {START: "2019-01-01", END: "2020-12-31"}])
+    assert merged == {START: "2019-01-01", END: "2020-12-31"}
+
+
+def test_an_omitted_bound_is_open_and_stays_open() -> None:
+    since = {START: "2015"}
+    assert merge_subject_time([since, {START: "2014", END: "2018"}]) == {START: "2014"}
+    until = {END: "2010-05"}
+    assert merge_subject_time([until, {START: "2001", END: "2012"}]) == {END: "2012"}
+
+
+def test_open_on_both_sides_leaves_no_range() -> None:
+    assert merge_subject_time([{START: "2020"}, {END: "2010"}]) == {}
+
+
+def test_a_malformed_bound_is_unknown_not_open() -> None:
+    merged = merge_subject_time([{START: "2015", END: "someday"}, {START: "2016", END: "2018"}])
+    assert merged == {START: "2015", END: "2018"}
+
+
+def test_a_source_with_only_malformed_bounds_is_ignored() -> None:
+    assert merge_subject_time([{START: "soon"}, {START: "2016", END: "2018"}]) == {START: "2016", END: "2018"}
+    assert merge_subject_time([{START: "soon", END: "later"}]) == {}
+
+
+def test_an_inverted_range_is_ignored() -> None:
+    assert merge_subject_time([{START: "2020", END: "2019"}, {START: "2010", END: "2011"}]) == {
+        START: "2010",
+        END: "2011",
+    }
+    # Overlapping precisions are not inverted: "2019-06" ends within "2019".
+    assert merge_subject_time([{START: "2019", END: "2019-06"}]) == {START: "2019", END: "2019-06"}
+
+
+def test_sources_without_a_range_do_not_open_it() -> None:
+    merged = merge_subject_time([{POINT: "2016"}, {}, {START: "2015", END: "2017"}])
+    assert merged == {POINT: "2016", START: "2015", END: "2017"}
+
+
+def test_none_counts_as_omitted() -> None:
+    assert merge_subject_time([{START: "2015", END: None}, {START: "2016", END: "2017"}]) == {START: "2015"}
+
+
+# --- properties -----------------------------------------------------------------------------------
+
+_VALUES = st.one_of(
+    st.none(),
+    st.sampled_from(["2019", "2019-06", "2019-06-14", "2018-12", "2020", "2019-12-31", "bad", "2019-02-30"]),
+)
+_META = st.fixed_dictionaries({}, optional={POINT: _VALUES, START: _VALUES, END: _VALUES})
+
+
+@given(st.lists(_META, max_size=5))
+def test_merge_is_independent_of_order(metadatas: list[dict[str, Any]]) -> None:
+    expected = merge_subject_time(metadatas)
+    for order in itertools.islice(itertools.permutations(metadatas), 24):
+        assert merge_subject_time(list(order)) == expected
+
+
+@given(st.lists(_META, max_size=5))
+def test_merged_values_are_valid_and_come_from_the_sources(metadatas: list[dict[str, Any]]) -> None:
+    merged = merge_subject_time(metadatas)
+    for key, value in merged.items():
+        assert valid_subject_time(value)
+        assert any(meta.get(key) == value for meta in metadatas)
+
+
+@given(st.lists(_META, max_size=5))
+def test_merge_is_idempotent(metadatas: list[dict[str, Any]]) -> None:
+    merged = merge_subject_time(metadatas)
+    assert merge_subject_time([merged]) == merged
+    assert merge_subject_time([merged, merged]) == merged
