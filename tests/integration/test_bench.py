@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 import reverie
+from reverie.bench.dedup import run_dedup, twin
+from reverie.bench.dedup import synthetic_facts as dedup_facts
 from reverie.bench.latency import run_latency, synthetic_facts, synthetic_queries
 from reverie.bench.locomo import load_locomo
 from reverie.bench.recall import MODES, run_recall
@@ -199,3 +202,20 @@ def test_cli_latency(monkeypatch: pytest.MonkeyPatch) -> None:
     text = runner.invoke(app, ["bench", "latency", "--n", "50", "--searches", "5"])
     assert text.exit_code == 0, text.stderr
     assert "hybrid p95 ms" in text.stdout and "save+embed entries/s" in text.stdout
+
+
+def test_dedup_bench_converges_and_keeps_twins_apart() -> None:
+    report = run_dedup(facts=30, restated=4, twins=6, overrides={"embedding": {"provider": "hash"}})
+    on, off = report.runs
+    assert (on.dedup, off.dedup) == (True, False)
+    assert on.live <= 33 and on.false_merges == 0 and on.collisions == 0 and on.twins_live == 6
+    assert on.reinforcement_total == 30 * 4  # every observation is counted in the entry that holds it
+    assert off.live == 30 * 4 and off.outcomes == {"created": 30 * 4 + 6}
+
+
+def test_dedup_bench_facts_and_twins_differ_in_a_specific() -> None:
+    facts = dedup_facts(200)
+    assert len({f.text() for f in facts}) == 200
+    rng = random.Random(1)
+    for fact in facts[:50]:
+        assert twin(fact, rng).text() != fact.text()
