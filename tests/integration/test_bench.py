@@ -165,6 +165,13 @@ def test_latency_run_measures_throughput_latency_and_footprint() -> None:
     assert by_mode["hybrid"].p95_ms >= by_mode["hybrid"].p50_ms > 0
     assert result.db_bytes > 0 and (result.peak_rss_mb or 0) > 0
     assert report.notes
+    assert result.graph_seconds is None  # below recall.ann_threshold: exact search, nothing to wait for
+
+
+def test_latency_run_waits_for_the_approximate_index_above_the_threshold() -> None:
+    report = run_latency([300], searches=10, overrides={**HASH, "recall": {"ann_threshold": 100}})
+    (result,) = report.results
+    assert result.graph_seconds is not None and result.graph_seconds >= 0
 
 
 def test_synthetic_text_is_deterministic_english_and_queries_are_distinct() -> None:

@@ -196,7 +196,7 @@ def render_latency(report: LatencyReport) -> None:
     for name in ("n", "save entries/s", "embed texts/s", "model alone texts/s", "save+embed entries/s", "model"):
         ingest.add_column(name, justify="left" if name == "model" else "right")
     search = Table(title="search (limit 10) and footprint", title_justify="left", box=box.SIMPLE_HEAD)
-    for name in ("n", "hybrid p50 ms", "hybrid p95 ms", "bm25 p50 ms", "bm25 p95 ms", "first search ms"):
+    for name in ("n", "hybrid p50 ms", "hybrid p95 ms", "bm25 p50 ms", "bm25 p95 ms", "first search ms", "graph s"):
         search.add_column(name, justify="right")
     search.add_column("peak RSS MiB", justify="right")
     search.add_column("DB MiB", justify="right")
@@ -209,7 +209,7 @@ def render_latency(report: LatencyReport) -> None:
         hybrid, bm25 = by_mode["hybrid"], by_mode["bm25"]
         search.add_row(
             f"{r.n:,}", f"{hybrid.p50_ms:.1f}", f"{hybrid.p95_ms:.1f}", f"{bm25.p50_ms:.1f}", f"{bm25.p95_ms:.1f}",
-            f"{r.first_search_ms:.0f}", _num(r.peak_rss_mb, 0), f"{r.db_bytes / 2**20:.1f}",
+            f"{r.first_search_ms:.0f}", _num(r.graph_seconds, 0), _num(r.peak_rss_mb, 0), f"{r.db_bytes / 2**20:.1f}",
         )  # fmt: skip
     _print_table(ingest)
     console.print()
