@@ -16,7 +16,7 @@ from reverie.embed.resolve import make_embedder
 from reverie.errors import ConfigError, ModelMismatch, ReverieError
 from reverie.llm.base import LLM
 from reverie.llm.resolve import make_llm
-from reverie.llm.usage import UsageLedger
+from reverie.llm.usage import Prices, UsageLedger
 from reverie.memory.aging import Aging, AgingConfig
 from reverie.memory.dedup import DedupConfig, Deduplicator
 from reverie.memory.expansion import ExpansionQueue, expandable
@@ -55,6 +55,7 @@ class Reverie:
     def __init__(self, settings: Settings, *, clock: Clock | None = None, reindex: bool = False) -> None:
         self.settings = settings
         aging = _aging_config(settings)  # a bad [decay] section fails before anything is opened
+        self._vocabulary: tuple[tuple[int, int] | None, Vocabulary] | None = None
         self.clock: Clock = clock or SystemClock()
         self.store: Store = _open_store(settings, self.clock)
         try:
@@ -62,7 +63,7 @@ class Reverie:
             if self.embedder is not None:
                 _check_model(self.store, self.embedder, adopt=reindex)
             self._vector_backend = _vector_backend(settings, self.store, self.embedder)
-            self.llm: LLM | None = make_llm(settings.llm, ledger=UsageLedger(clock=self.clock))
+            self.llm: LLM | None = _llm(settings, self.clock)
         except BaseException:
             self.store.close()
             raise
@@ -137,9 +138,20 @@ class Reverie:
         return read_prompt(MEMORY_RULES, self.settings.home)
 
     def coverage_vocabulary(self) -> Vocabulary:
-        """The merge coverage vocabulary, re-read on every call (seed 001: edited files take effect at the next
-        pass): ``<home>/merge-coverage-vocabulary.json`` when present, else the built-in baseline."""
-        return load_vocabulary(self.settings.home / VOCABULARY_FILE)
+        """The merge coverage vocabulary: ``<home>/merge-coverage-vocabulary.json`` when present, else the
+        built-in baseline. An edited file takes effect at the next use (seed 001); it is parsed again only
+        when its modification time or size changes, so a save does not read the file each time."""
+        path = self.settings.home / VOCABULARY_FILE
+        try:
+            stat = path.stat()
+            key: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            key = None
+        cached = self._vocabulary
+        if cached is None or cached[0] != key:
+            cached = (key, load_vocabulary(path))
+            self._vocabulary = cached
+        return cached[1]
 
     @property
     def url(self) -> str:
@@ -307,6 +319,22 @@ def _check_model(store: Store, embedder: Embedder, *, adopt: bool) -> None:
         )
     if active != embedder.model_id:
         store.meta.set(ACTIVE_MODEL_KEY, embedder.model_id)
+
+
+def _llm(settings: Settings, clock: Clock) -> LLM | None:
+    s = settings.llm
+    return make_llm(
+        s.provider,
+        endpoint=s.endpoint,
+        model=s.model,
+        api_key=s.api_key,
+        connect_timeout=s.connect_timeout_seconds,
+        timeout=s.timeout_seconds,
+        max_retries=s.max_retries,
+        backoff_seconds=s.backoff_seconds,
+        prices=Prices(s.price_input_per_mtok, s.price_output_per_mtok),
+        ledger=UsageLedger(clock=clock),
+    )
 
 
 def _aging_config(settings: Settings) -> AgingConfig:

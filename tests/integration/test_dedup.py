@@ -199,3 +199,13 @@ def test_no_sequence_of_saves_raises_a_fact_to_user_without_the_user(
         for entry in rv.memory.browse(limit=100).entries:
             assert entry.source != "user"
             assert trust_rank(entry.source) <= trust_rank("tool:web_browse")
+
+
+def test_the_coverage_vocabulary_file_takes_effect_at_the_next_use(rv: reverie.Reverie) -> None:
+    first = rv.coverage_vocabulary()
+    assert rv.coverage_vocabulary() is first  # unchanged file (here: none): not parsed again
+    path = rv.settings.home / "merge-coverage-vocabulary.json"
+    path.write_text('{"alwaysSpecificWords": ["Rose"]}', encoding="utf-8")
+    assert "rose" in rv.coverage_vocabulary().always_specific_words
+    path.write_text("{not json", encoding="utf-8")
+    assert rv.coverage_vocabulary().always_specific_words == frozenset()  # malformed: the baseline

@@ -15,13 +15,14 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from reverie.bench.recall import percentile, workspace
+from reverie.clock import SystemClock
 from reverie.embed.base import Vectors, normalise_rows
 from reverie.recall.index import VectorIndex
 from reverie.storage import open_store, store_url
@@ -76,7 +77,7 @@ def fill(store: Store, vectors: Vectors) -> None:
 
 
 def _now() -> datetime:
-    return datetime.now(UTC)
+    return SystemClock().now()
 
 
 def _wait_for_graph(index: VectorIndex, probe: npt.NDArray[np.float32], timeout: float) -> float:

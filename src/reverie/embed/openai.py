@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from reverie.embed.base import Vectors, normalise_rows
 from reverie.errors import EmbeddingError
+from reverie.openai_http import openai_client
 
 PROBE_TEXT = "dimension probe"
 _EXCERPT_CHARS = 200
@@ -47,8 +48,7 @@ class OpenAIEmbedder:
         self._dim = dim
         self._max_input_chars = max_input_chars
         self._batch_size = batch_size
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # "" (an unset env var) is no key
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), headers=headers)
+        self._client = openai_client(api_key, timeout=timeout, connect_timeout=connect_timeout)
 
     @property
     def model_id(self) -> str:

@@ -34,6 +34,7 @@ from reverie.core.jsonanswer import excerpt
 from reverie.errors import LLMError, ValidationError
 from reverie.llm.base import DEFAULT_PURPOSE, Answer, BusySignal, Completion, Message, Usage, parse_json_answer
 from reverie.llm.usage import Prices, UsageLedger
+from reverie.openai_http import openai_client
 
 Result = TypeVar("Result")
 
@@ -84,8 +85,7 @@ class OpenAIChat:
         self._busy = BusySignal()
         self._closed = threading.Event()
         self._jitter = random.Random()
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # "" (an unset env var) is no key
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), headers=headers)
+        self._client = openai_client(api_key, timeout=timeout, connect_timeout=connect_timeout)
 
     @property
     def model_id(self) -> str:
@@ -221,7 +221,7 @@ class OpenAIChat:
             )
             if not _retryable(response.status_code):
                 raise last
-            retry_after = _retry_after(response.headers)
+            retry_after = _retry_after(response.headers, now=self._ledger.clock.now().timestamp())
         if self._closed.is_set():
             raise LLMError(f"the client for {self._url} was closed", status=last.status, reason="closed")
         tries = f"{progress.attempts} attempts" if progress.attempts > 1 else "1 attempt"
@@ -280,7 +280,7 @@ def _server_message(response: httpx.Response) -> str:
     return excerpt(response.text, _MESSAGE_CHARS) or "(empty body)"
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
+def _retry_after(headers: httpx.Headers, *, now: float) -> float | None:
     """Seconds the server asks us to wait: ``retry-after-ms`` (OpenAI), else ``Retry-After`` in seconds or
     as an HTTP date. None when absent or unreadable."""
     seconds: float | None = None
@@ -291,7 +291,7 @@ def _retry_after(headers: httpx.Headers) -> float | None:
             seconds = float(headers["retry-after"])
     except ValueError:
         when = email.utils.parsedate_tz(headers.get("retry-after", ""))
-        seconds = None if when is None else email.utils.mktime_tz(when) - time.time()
+        seconds = None if when is None else email.utils.mktime_tz(when) - now
     if seconds is None or not math.isfinite(seconds):
         return None
     return max(0.0, seconds)

@@ -95,6 +95,11 @@ class UsageLedger:
         self._by_purpose: dict[str, UsageTotals] = {}
         self._listeners: list[Listener] = []
 
+    @property
+    def clock(self) -> Clock:
+        """The clock the ledger stamps records with (the engine's)."""
+        return self._clock
+
     def record(
         self,
         *,

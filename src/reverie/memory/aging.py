@@ -38,11 +38,6 @@ from reverie.core.compaction import KEPT_PREFIX, compact, is_low_information, ke
 from reverie.storage.base import Store
 from reverie.types import Change, MemoryEntry, Tier
 
-
-def ts_iso(value: datetime) -> str:
-    return value.isoformat()
-
-
 # Feedback (Stale or Wrong) marks an entry through this metadata key; such an entry drops to the lowest
 # salience in the sweep.
 FLAG_KEY = "feedback"
@@ -200,7 +195,7 @@ class Aging:
                 compacted.append(entry.id)
             elif outcome == "evict":
                 # Marked as a tombstone: the purge pass keeps it longer (decay.tombstone_days).
-                tombstone = replace(entry, archived_at=now, metadata={**entry.metadata, "forgotten": ts_iso(now)})
+                tombstone = replace(entry, archived_at=now, metadata={**entry.metadata, "forgotten": now.isoformat()})
                 self._store.facts.write(tombstone, change=Change.ARCHIVED, at=now)
                 archived.append(entry.id)
         return ForgetReport(
