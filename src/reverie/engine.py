@@ -4,19 +4,30 @@ interfaces) that reads Settings or the environment."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from reverie.audit import AuditConfig, MemoryAudit
 from reverie.clock import Clock, SystemClock
 from reverie.core.aging import ImportanceDecay, RetentionParams
 from reverie.core.coverage import Vocabulary, load_vocabulary
+from reverie.dream.activity import ActivityTracker
+from reverie.dream.ledger import DreamPassLedger
+from reverie.dream.passes.base import Capability, DreamPass
+from reverie.dream.passes.cold_rewrite import ColdRewritePass
+from reverie.dream.passes.consolidation import ConsolidationConfig, ConsolidationPass
+from reverie.dream.passes.maintenance import ArchivePurgePass, DecayPass, ForgetPass, LogRetentionPass
+from reverie.dream.schedule import Schedule
+from reverie.dream.service import DreamConfig, DreamService
 from reverie.embed.base import Embedder
 from reverie.embed.resolve import make_embedder
 from reverie.errors import ConfigError, ModelMismatch, ReverieError
 from reverie.llm.base import LLM
 from reverie.llm.resolve import make_llm
 from reverie.llm.usage import Prices, UsageLedger
+from reverie.logs import JsonlFile, PrunableLog, RetentionPolicy
 from reverie.memory.aging import Aging, AgingConfig
 from reverie.memory.dedup import DedupConfig, Deduplicator
 from reverie.memory.expansion import ExpansionQueue, expandable
@@ -29,11 +40,12 @@ from reverie.recall.index import VectorIndex
 from reverie.recall.worker import EmbeddingWorker
 from reverie.settings import Settings, home_from_env, load_settings
 from reverie.storage import is_database_file, is_url, open_store, store_url
-from reverie.storage.base import Store, StoreOptions
-from reverie.types import HealthReport, PurgeReport, StoreStats
+from reverie.storage.base import FactFilter, Store, StoreOptions
+from reverie.types import HealthReport, MemoryEntry, PurgeReport, StoreStats
 
 log = logging.getLogger("reverie")
 VOCABULARY_FILE = "merge-coverage-vocabulary.json"
+DREAM_LOG = "dream.jsonl"
 
 
 class Reverie:
@@ -101,6 +113,7 @@ class Reverie:
                 self.embedding.start()
         self.expansion: ExpansionQueue | None = None
         expands = self.llm is not None and settings.memory.expansion_enabled
+        self.activity = ActivityTracker(self.store.dream, self.clock)
         self.lint = MemoryLint(
             self.store,
             self.clock,
@@ -119,11 +132,76 @@ class Reverie:
             on_read=self.aging.note_reads,
             expand=expandable if expands else None,
             confidence=self.lint.confidences,
+            on_activity=self.activity.note,
         )
         if expands and self.llm is not None:
             self.expansion = ExpansionQueue(self.store, self.llm, self.clock, self.memory, rules=self.memory_rules)
             if settings.memory.expansion_background:
                 self.expansion.start()
+        self.dream_log = JsonlFile(settings.home / "logs" / DREAM_LOG, "dream")
+        self._logs: list[PrunableLog] = [self.dream_log]
+        self.audit = MemoryAudit(self.store, self.clock, settings.home, _audit_config(settings))
+        self.dream = self._dream_service()
+
+    def _dream_service(self) -> DreamService:
+        """The dream service with the passes ``[dream]`` enables, in seed 001's order: log retention, archive
+        purge, importance decay, (cold rewrite,) forget sweep, consolidation."""
+        d = self.settings.dream
+        passes: list[DreamPass] = []
+        if d.log_retention_enabled:
+            policy = RetentionPolicy(
+                max_file_age_days=d.log_retention_max_file_age_days,
+                max_files_per_directory=d.log_retention_max_files_per_directory,
+                max_lines_per_file=d.log_retention_max_lines_per_file,
+            )
+            passes.append(LogRetentionPass(self.logs, policy))
+        passes.append(ArchivePurgePass(self.memory))
+        if d.decay_enabled:
+            passes.append(DecayPass(self.aging))
+        if d.cold_rewrite_enabled:
+            similarity = self.settings.memory.dedupe_similarity_threshold
+            passes.append(
+                ColdRewritePass(self.aging, max_clusters_per_run=d.max_clusters_per_run, similarity=similarity)
+            )
+        if d.forget_enabled:
+            passes.append(ForgetPass(self.aging))
+        if d.consolidation_enabled:
+            passes.append(
+                ConsolidationPass(_consolidation_config(self.settings), dream_log=self.dream_log, related=self._related)
+            )
+        capabilities = {
+            c for c, present in ((Capability.LLM, self.llm), (Capability.EMBEDDER, self.embedder)) if present
+        }
+        audit_job = self.audit.job if self.settings.audit.enabled else None
+        return DreamService(
+            self.store,
+            self.clock,
+            passes,
+            config=_dream_config(self.settings),
+            ledger=DreamPassLedger(
+                self.store.dream, enabled=d.change_gate_enabled, max_skip=timedelta(days=d.max_skip_days)
+            ),
+            home=self.settings.home,
+            llm=self.llm,
+            capabilities=frozenset(capabilities),
+            vocabulary=self.coverage_vocabulary,
+            embedding_model=self.embedder.model_id if self.embedder is not None else None,
+            jobs=[audit_job] if audit_job is not None else [],
+        )
+
+    def _related(self, entry: MemoryEntry, limit: int) -> list[str]:
+        """Ids recall finds for an entry's text in its own scope (the consolidation pass's related entries)."""
+        flt = FactFilter(scope=entry.scope, now=self.clock.now())
+        hits = self.recall.search(entry.content[:2000], flt, limit + 1)
+        return [h.entry.id for h in hits if h.entry.id != entry.id]
+
+    def logs(self) -> list[PrunableLog]:
+        """The append-only logs the log-retention pass caps."""
+        return list(self._logs)
+
+    def register_log(self, log_: PrunableLog) -> None:
+        """Put another append-only log under the dream's log retention."""
+        self._logs.append(log_)
 
     def _saved(self) -> None:
         """Entries were saved: wake the background workers."""
@@ -210,6 +288,7 @@ class Reverie:
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def close(self) -> None:
+        self.dream.stop()
         if self.expansion is not None:
             self.expansion.stop(0)  # ask first: closing the client below then cuts its call short
         if self.llm is not None:
@@ -388,4 +467,49 @@ def _lint_config(settings: Settings) -> LintConfig:
     m = settings.memory
     return LintConfig(
         similarity=m.lint_similarity, lexical_similarity=m.lint_lexical_similarity, max_entries=m.lint_max_entries
+    )
+
+
+def _dream_config(settings: Settings) -> DreamConfig:
+    d = settings.dream
+    return DreamConfig(
+        enabled=d.enabled,
+        min_hours=d.min_hours,
+        min_sessions=d.min_sessions,
+        lease_seconds=d.lease_seconds,
+        busy_poll_seconds=d.busy_poll_seconds,
+        idle_trigger=d.idle_trigger,
+        idle_window_seconds=d.idle_window_seconds,
+        schedule=Schedule(
+            initial_delay=timedelta(minutes=d.initial_delay_minutes),
+            interval=timedelta(hours=d.interval_hours),
+            cron=d.cron,
+        ),
+        runs_retention_days=d.runs_retention_days,
+    )
+
+
+def _consolidation_config(settings: Settings) -> ConsolidationConfig:
+    d, m = settings.dream, settings.memory
+    return ConsolidationConfig(
+        similarity=d.consolidation_similarity_threshold,
+        max_cluster_size=d.consolidation_max_cluster_size,
+        min_interval_hours=d.consolidation_min_interval_hours,
+        repair_enabled=d.merge_repair_enabled,
+        repair_max_per_cycle=d.merge_repair_max_per_cycle,
+        max_entries_per_call=d.consolidation_max_entries_per_call,
+        max_entries_per_cycle=d.consolidation_max_entries_per_cycle,
+        related_per_entry=d.consolidation_related_per_entry,
+        protect_importance=m.pruning_protection_importance,
+        protect_reinforcement=m.pruning_protection_reinforcement_count,
+    )
+
+
+def _audit_config(settings: Settings) -> AuditConfig:
+    a = settings.audit
+    return AuditConfig(
+        interval_hours=a.interval_hours,
+        trend_days=a.trend_days,
+        pause_on_loss=a.pause_on_loss,
+        similarity=settings.dream.consolidation_similarity_threshold,
     )

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import tomllib
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from cronsim import CronSim, CronSimError
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -177,6 +179,64 @@ class LLMSettings(_Section):
         return self
 
 
+class DreamSettings(_Section):
+    """The dream service (seeds 001, 003, 004): schedule, gates, and each pass's knobs."""
+
+    enabled: bool = Field(True, description="run dream cycles (reverie dream serve / run)")
+    initial_delay_minutes: float = Field(5.0, ge=0, description="first cycle this long after the scheduler starts")
+    interval_hours: float = Field(4.0, gt=0, description="then a cycle this often (unless cron is set)")
+    cron: str | None = Field(None, description='a cron expression in UTC instead of the interval, e.g. "0 3 * * *"')
+    min_hours: float = Field(1.0, ge=0, description="earliest an agent dreams again after a completed dream")
+    min_sessions: int = Field(0, ge=0, description="sessions active since the last dream before a scheduled one")
+    lease_seconds: float = Field(600.0, gt=0, description="a dream's lock expires this long after its last step")
+    busy_poll_seconds: float = Field(5.0, gt=0, description="how often a dream looks again while a user turn runs")
+    idle_trigger: bool = Field(False, description="also dream once no client was active for idle_window_seconds")
+    idle_window_seconds: float = Field(300.0, gt=0, description="the quiet spell the idle trigger waits for")
+    change_gate_enabled: bool = Field(True, description="skip corpus-wide LLM passes whose input did not change")
+    max_skip_days: float = Field(7.0, gt=0, description="a gated pass runs at least this often anyway")
+    log_retention_enabled: bool = Field(True, description="Pass 0: cap the append-only JSONL logs")
+    log_retention_max_file_age_days: float = Field(30.0, description="per-session log files older go (<= 0: off)")
+    log_retention_max_files_per_directory: int = Field(1000, description="per-session log files kept (<= 0: off)")
+    log_retention_max_lines_per_file: int = Field(50_000, description="lines kept per log file (<= 0: off)")
+    decay_enabled: bool = Field(True, description="run importance decay each cycle")
+    forget_enabled: bool = Field(True, description="run the forget sweep each cycle")
+    consolidation_enabled: bool = Field(True, description="Pass 1 memory consolidation (needs an LLM)")
+    consolidation_min_interval_hours: float = Field(6.0, ge=0, description="between completed consolidations")
+    consolidation_similarity_threshold: float = Field(0.88, gt=0, le=1, description="near-duplicate clusters")
+    consolidation_max_cluster_size: int = Field(3, ge=2, description="members of a cluster shown together")
+    consolidation_max_entries_per_call: int = Field(40, ge=2, description="entries shown in one LLM call")
+    consolidation_max_entries_per_cycle: int = Field(200, ge=2, description="entries reviewed per cycle")
+    consolidation_related_per_entry: int = Field(
+        2, ge=0, description="reviewed entries recall finds for a changed one, shown beside it (merge-only)"
+    )
+    merge_repair_enabled: bool = Field(True, description="one repair call for a merge that dropped specifics")
+    merge_repair_max_per_cycle: int = Field(10, ge=0, description="repair calls per cycle")
+    cold_rewrite_enabled: bool = Field(False, description="ai-memory's dream: rewrite cold clusters (LLM + embedder)")
+    max_clusters_per_run: int = Field(8, ge=1, description="cold clusters rewritten per cycle")
+    runs_retention_days: float = Field(400.0, gt=0, description="recorded dream runs are kept this long")
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                CronSim(value, datetime(2026, 1, 1))
+            except CronSimError as exc:
+                raise ValueError(f"invalid cron expression {value!r}: {exc}") from None
+        return value
+
+
+class AuditSettings(_Section):
+    """The memory audit (seed 001 "Is any of this working?")."""
+
+    enabled: bool = Field(True, description="run the audit on its own schedule in reverie dream serve")
+    interval_hours: float = Field(24.0, gt=0, description="how often the scheduled audit runs")
+    trend_days: float = Field(400.0, gt=0, description="audit records kept in the trend file")
+    pause_on_loss: bool = Field(
+        False, description="write memory-audit/consolidation-paused.json when entries vanished outside the purge"
+    )
+
+
 class Settings(BaseSettings):
     """Every setting Reverie reads. Sections mirror the TOML file's tables."""
 
@@ -189,6 +249,8 @@ class Settings(BaseSettings):
     recall: RecallSettings = Field(default_factory=RecallSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     decay: DecaySettings = Field(default_factory=DecaySettings)
+    dream: DreamSettings = Field(default_factory=DreamSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
 
 
 def home_from_env(explicit: str | Path | None = None) -> Path:

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 import reverie
 from reverie import Scope
+from reverie.testing.openai_server import ScriptedOpenAIServer
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedOpenAIServer]:
+    """A started loopback scripted OpenAI-compatible server (a module may define its own ``server``)."""
+    with ScriptedOpenAIServer() as started:
+        yield started
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """An engine home that does not exist yet (a module may define its own ``home``)."""
+    return tmp_path / "home"
 
 
 @pytest.fixture

@@ -228,6 +228,9 @@ def test_demo_runs_the_tour(tmp_path: Path) -> None:
     for step in ("1. Save", "2. Recall", "3. Browse", "4. Archive", "5. Restore", "6. Edit and history"):
         assert step in result.stdout
     assert "Tour complete" in result.stdout
+    summary = " ".join(result.stdout.split())  # Rich wraps long lines
+    assert "consolidation summary — live 11" in summary
+    assert "merged 1, repaired 0, rejected 1, ephemeral 1, protected 1" in summary
     assert "finds" in result.stdout and ": False" in result.stdout and ": True" in result.stdout
     with reverie.open(tmp_path / "demo") as rv:
         assert rv.stats().live == 11

@@ -198,3 +198,30 @@ def test_chat_reply_delay_and_fail_next_headers(server: ScriptedOpenAIServer, cl
     started = time.monotonic()
     assert chat(client, server).json()["choices"][0]["message"]["content"] == "slow"
     assert time.monotonic() - started >= 0.3
+
+
+def test_answer_chat_with_answers_once_the_script_is_empty(server: ScriptedOpenAIServer, client: httpx.Client) -> None:
+    seen: list[dict[str, object]] = []
+
+    def handler(body: dict[str, object]) -> str | ChatReply:
+        seen.append(body)
+        if len(seen) == 2:
+            return ChatReply("cut", finish_reason="length")
+        if len(seen) == 3:
+            raise RuntimeError("no idea")
+        return f"handled {len(seen)}"
+
+    server.script_chat(["scripted first"])
+    server.answer_chat_with(handler)
+    assert chat(client, server).json()["choices"][0]["message"]["content"] == "scripted first"
+    assert chat(client, server).json()["choices"][0]["message"]["content"] == "handled 1"
+    assert seen == [{"model": "gpt-test", "messages": MESSAGES}]
+    assert chat(client, server).json()["choices"][0]["finish_reason"] == "length"
+    failed = chat(client, server)
+    assert failed.status_code == 500 and "no idea" in failed.json()["error"]["message"]
+    server.script_chat(["queued again"])
+    assert chat(client, server).json()["choices"][0]["message"]["content"] == "queued again"
+    assert len(seen) == 3
+
+    server.answer_chat_with(None)
+    assert chat(client, server).json()["error"]["message"] == "the chat script is empty"

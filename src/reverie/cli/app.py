@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from reverie import __version__
-from reverie.cli import admin, bench, demo, maintain, memory
+from reverie.cli import admin, bench, demo, dream, maintain, memory
 from reverie.cli.common import State
 
 app = typer.Typer(
@@ -19,6 +19,8 @@ app = typer.Typer(
 app.add_typer(memory.app, name="memory")
 app.add_typer(bench.app, name="bench")
 app.add_typer(maintain.app, name="maintain")
+app.add_typer(dream.app, name="dream")
+app.add_typer(dream.audit_app, name="audit")
 app.command()(admin.status)
 app.command()(admin.doctor)
 app.command()(admin.backup)

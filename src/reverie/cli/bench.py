@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import typer
@@ -14,6 +15,7 @@ from rich.table import Table
 from reverie.bench.dedup import DedupReport, run_dedup
 from reverie.bench.latency import LatencyReport, run_latency
 from reverie.bench.locomo import load_locomo
+from reverie.bench.longrun import format_report, run_longrun
 from reverie.bench.recall import DEFAULT_KS, MODES, ModeResult, RecallReport, run_recall
 from reverie.cli.common import JsonOption, console, emit_json, err_console, fail
 from reverie.errors import ReverieError, ValidationError
@@ -24,6 +26,11 @@ DATASETS = ("locomo",)
 
 def _progress(message: str) -> None:
     err_console.print(f"[dim]{escape(message)}[/]")
+
+
+def _cycles(done: int, total: int) -> None:
+    if done == total or done % 50 == 0:
+        _progress(f"cycle {done} of {total}")
 
 
 @app.command()
@@ -97,6 +104,32 @@ def dedup(
         emit_json(report)
     else:
         render_dedup(report)
+
+
+@app.command()
+def longrun(
+    days: int = typer.Option(365, "--days", help="Days of traffic on a fake clock."),
+    cycles_per_day: int = typer.Option(2, "--cycles-per-day", help="Dream cycles per day."),
+    embedder: str = typer.Option("none", "--embedder", help="none (BM25 only), hash or local."),
+    seed: int = typer.Option(7, "--seed", help="Seed of the generated traffic and of the scripted model."),
+    as_json: bool = JsonOption,
+) -> None:
+    """A year of the dream against a scripted, misbehaving consolidator: are durable facts kept, is nothing
+    destroyed outside the purge, does the corpus converge, and do idle cycles cost nothing?"""
+    try:
+        if days < 1 or not 1 <= cycles_per_day <= 24:
+            raise ValidationError("--days must be at least 1 and --cycles-per-day 1 to 24", field="days")
+        if embedder not in ("none", "hash", "local"):
+            raise ValidationError("--embedder must be none, hash or local", field="embedder")
+        # The scripted model misbehaves on purpose: the dream's warnings about it are the expected, not news.
+        logging.getLogger("reverie").setLevel(logging.ERROR)
+        report = run_longrun(days, cycles_per_day, embedder=embedder, seed=seed, progress=_cycles)
+    except ReverieError as exc:
+        fail(exc)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        console.print(format_report(report), markup=False, highlight=False)
 
 
 # -- rendering -------------------------------------------------------------------------------------------

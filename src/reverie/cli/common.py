@@ -49,13 +49,16 @@ def fail(exc: ReverieError | str) -> NoReturn:
 
 
 @contextmanager
-def engine(ctx: typer.Context) -> Iterator[reverie.Reverie]:
-    """Open the engine for the chosen home; turn Reverie's errors into a message and an exit code."""
+def engine(ctx: typer.Context, *, background: bool = False) -> Iterator[reverie.Reverie]:
+    """Open the engine for the chosen home; turn Reverie's errors into a message and an exit code.
+    ``background``: keep the background workers (long-running commands)."""
     try:
         # A one-shot command has no time for background threads: it expands (with an LLM) and embeds what
         # is pending before it exits instead, so both keep up with saves made from the shell.
         rv = reverie.open(
-            home_from_env(state(ctx).home), embedding={"background": False}, memory={"expansion_background": False}
+            home_from_env(state(ctx).home),
+            embedding={"background": background},
+            memory={"expansion_background": background},
         )
     except ReverieError as exc:
         fail(exc)

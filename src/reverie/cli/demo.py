@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
 import tempfile
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -16,6 +19,7 @@ from reverie.cli.common import console, fail
 from reverie.clock import FakeClock, SystemClock
 from reverie.demo import load_sample
 from reverie.errors import ReverieError
+from reverie.testing.openai_server import ScriptedOpenAIServer
 
 _QUERIES = (
     "What time zone is Maya in?",
@@ -116,6 +120,7 @@ def _tour(home: Path) -> None:
         _step("9. Status", "What is in the store.")
         render.stats(rv.stats())
     _age(home)
+    _dream(home)
     console.print("\n[bold green]Tour complete.[/] Next: `reverie memory --help`, and the README's quickstart.")
 
 
@@ -130,3 +135,62 @@ def _age(home: Path) -> None:
         for entry in rv.memory.browse(limit=3).entries:
             console.print(f"{entry.id}: importance {before[entry.id]:.2f} → {entry.importance:.2f}")
         console.print(f"decayed {len(report.decayed)} of {report.examined} (never below the 0.10 floor)")
+
+
+_BLOCK = re.compile(r"^\[\d+\] id=(\w+).*\n((?:    .*\n?)+)", re.MULTILINE)
+
+
+def _scripted_consolidator(body: dict[str, Any]) -> str:
+    """The demo's stand-in for an LLM: one good merge, one merge that drops specifics, a prune of chatter and a
+    prune of a fact heard five times. Only the host's safeguards decide what happens."""
+    prompt = body["messages"][-1]["content"]
+    if prompt.startswith("TASK: merge repair"):
+        return json.dumps({"content": "Lantern: a scheduling app on FastAPI and PostgreSQL."})  # still drops them
+    shown = {m.group(1): m.group(2).strip() for m in _BLOCK.finditer(prompt)}
+
+    def find(word: str) -> list[str]:
+        return [i for i, text in shown.items() if word in text]
+
+    lisbon, lantern = find("Lisbon"), find("Lantern")[:2]
+    to_save = []
+    if len(lisbon) >= 2:
+        longest = max(lisbon, key=lambda i: len(shown[i]))
+        to_save.append({"content": shown[longest], "category": "user-preferences/timezone", "sourceIds": lisbon})
+    if len(lantern) == 2:
+        merged = "Lantern: a scheduling app on FastAPI and PostgreSQL."
+        to_save.append({"content": merged, "category": "project-context/lantern", "sourceIds": lantern})
+    to_delete = find("build logs") + find("phone")
+    return "<think>tidy up</think>" + json.dumps({"toDelete": to_delete, "toSave": to_save})
+
+
+def _dream(home: Path) -> None:
+    """A dream cycle with a scripted LLM on a loopback server: the model proposes, the host decides."""
+    clock = FakeClock(SystemClock().now() + timedelta(days=61))
+    with ScriptedOpenAIServer() as server:
+        server.answer_chat_with(_scripted_consolidator)
+        llm = {"provider": "openai", "endpoint": server.url, "model": "scripted", "max_retries": 0}
+        settings: dict[str, Any] = {"embedding": {"provider": "none"}, "memory": {"expansion_enabled": False}}
+        with reverie.open(home, clock=clock, llm=llm, **settings) as rv:
+            _step(
+                "11. Dream",
+                "A dream cycle with a scripted LLM. It proposes a good merge, a merge that drops details, and "
+                "removals; the host's safeguards decide: coverage check, repair, high-value floor, archive-only.",
+            )
+            rv.memory.save(
+                "Maya's time zone is Europe/Lisbon; meetings before 16:00 suit her.",
+                dedup=False,
+                category="user-preferences/timezone",
+            )
+            rv.memory.save("ok, looking at the build logs now", category="chatter", tier="episodic")
+            for _ in range(4):  # heard five times in all: above the high-value floor
+                rv.memory.save(
+                    "Maya reads answers on her phone in the morning: short summaries first, details after a divider.",
+                    category="user-preferences/communication",
+                )
+            report = rv.dream.run()
+            for name, p in report.passes.items():
+                if name == "consolidation":
+                    continue
+                console.print(f"  {name:<18} {p.status:<8} {escape(p.summary or p.reason)}")
+            console.print(f"[bold]{escape(report.passes['consolidation'].summary)}[/]")
+            console.print(f"[dim]{report.llm_calls} LLM calls, {report.tokens} tokens (scripted)[/]")

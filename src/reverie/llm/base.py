@@ -32,6 +32,8 @@ ROLES: tuple[Role, ...] = ("system", "user", "assistant")
 DEFAULT_PURPOSE = "chat"
 
 Answer = TypeVar("Answer", bound=BaseModel)
+# LLMError reasons that describe the answer rather than the endpoint: the model answered, but not usable JSON.
+MALFORMED_ANSWER = frozenset({"empty", "unfinished_reasoning", "no_object", "truncated", "invalid", "schema"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,7 +51,7 @@ from reverie.core.coverage import category_matches
 from reverie.core.provenance import least_trusted
 from reverie.core.subject_time import SUBJECT_TIME, SUBJECT_TIME_END, SUBJECT_TIME_START, merge_subject_time
 from reverie.errors import LLMError, ReverieError, ValidationError
-from reverie.llm.base import LLM, Message
+from reverie.llm.base import LLM, MALFORMED_ANSWER, Message
 from reverie.memory.dedup import BYPASS_CATEGORIES, EXPANDED_FROM, bypasses
 from reverie.memory.longterm import LongTermMemory
 from reverie.storage.base import Store
@@ -61,8 +61,6 @@ log = logging.getLogger("reverie.expansion")
 
 PURPOSE = "expansion"  # the label of its calls in the LLM usage ledger
 INFERRED = "inferred"
-# LLMError reasons that describe the answer rather than the endpoint (see reverie.errors.LLMError).
-MALFORMED_REASONS = frozenset({"empty", "unfinished_reasoning", "no_object", "truncated", "invalid", "schema"})
 
 
 class ProposedFact(BaseModel):
@@ -205,7 +203,7 @@ class ExpansionQueue(BackgroundService):
                 self._messages(rules, original), ExpansionAnswer, max_tokens=self.config.max_tokens, purpose=PURPOSE
             )
         except LLMError as exc:
-            if exc.reason not in MALFORMED_REASONS:
+            if exc.reason not in MALFORMED_ANSWER:
                 raise  # the endpoint failed: everything stays pending, the caller backs off
             self._malformed(original, exc)
             return 0

@@ -65,6 +65,17 @@ def new_id() -> str:
     return secrets.token_hex(ID_LENGTH // 2)
 
 
+def add_new(store: Store, entry: MemoryEntry, now: datetime) -> MemoryEntry:
+    """Insert a new entry, drawing another id if its id is taken; returns the entry as stored."""
+    for _ in range(5):  # 48 random bits: a collision is rare, and then we draw again
+        try:
+            store.facts.add(entry, at=now)
+            return entry
+        except Conflict:
+            entry = replace(entry, id=new_id())
+    raise Conflict("could not draw an unused id in 5 attempts")
+
+
 class LongTermMemory:
     """Durable, cross-session facts for one store. Every method takes the caller's ``scope``."""
 
@@ -80,12 +91,14 @@ class LongTermMemory:
         on_read: Callable[[list[str]], None] | None = None,
         expand: Callable[[MemoryEntry], bool] | None = None,
         confidence: Callable[[list[MemoryEntry], Scope], Mapping[str, float]] | None = None,
+        on_activity: Callable[[Scope], None] | None = None,
     ) -> None:
         """``dedup``: save-time deduplication (None: every save creates an entry). ``on_read`` is told the
         ids a caller read (search hits, ``get``): reads keep entries warm in the forget sweep. ``expand``
         says whether a fact ``save`` (never ``save_many``) stores as a new or extended entry is queued for
         the background expansion (``memory.expansion``; None: nothing is). ``confidence`` gives entries'
-        confidence (``memory.lint``), read only when ``belief_authority_weight`` > 0."""
+        confidence (``memory.lint``), read only when ``belief_authority_weight`` > 0. ``on_activity`` is told
+        the scope of every save, search, browse and read (the dream's activity gate and idle trigger)."""
         self._store = store
         self._clock = clock
         self.config = config or LongTermConfig()
@@ -95,6 +108,7 @@ class LongTermMemory:
         self._on_read = on_read or (lambda _ids: None)
         self._expand = expand
         self._confidence = confidence
+        self._on_activity = on_activity or (lambda _scope: None)
 
     # -- writing -------------------------------------------------------------------------------------
     def save(
@@ -128,6 +142,7 @@ class LongTermMemory:
         with self._store.transaction():
             outcome, entry = self._store_one(entry, now, _flag(dedup, "dedup"), expand=expand)
         self._on_saved()
+        self._on_activity(entry.scope)
         return SaveResult(outcome=outcome, entry=entry, notes=notes)
 
     def _store_one(
@@ -183,6 +198,7 @@ class LongTermMemory:
         with self._store.transaction():
             saved = [(self._store_one(entry, now, use_dedup), notes) for entry, notes in built]
         self._on_saved()
+        self._on_activity(default_scope)
         return [SaveResult(outcome=outcome, entry=entry, notes=notes) for (outcome, entry), notes in saved]
 
     def _build(
@@ -224,13 +240,7 @@ class LongTermMemory:
         return entry, ((note,) if note else ())
 
     def _add(self, entry: MemoryEntry, now: datetime) -> MemoryEntry:
-        for _ in range(5):  # 48 random bits: a collision is rare, and then we draw again
-            try:
-                self._store.facts.add(entry, at=now)
-                return entry
-            except Conflict:
-                entry = replace(entry, id=new_id())
-        raise Conflict("could not draw an unused id in 5 attempts")
+        return add_new(self._store, entry, now)
 
     def edit(
         self,
@@ -313,6 +323,7 @@ class LongTermMemory:
             protect_reinforcement=cfg.protect_reinforcement,
             agent_id=agent_id,
             tombstones_before=self._clock.now() - timedelta(days=cfg.tombstone_days),
+            purged_at=self._clock.now(),
         )
         purged, protected = self._store.facts.purge(rule)
         return PurgeReport(purged=tuple(purged), protected=tuple(protected))
@@ -323,6 +334,7 @@ class LongTermMemory:
         read (it keeps the entry warm)."""
         entry = self._get(entry_id, scope=scope)
         self._on_read([entry.id])
+        self._on_activity(validate.scope(scope))
         return entry
 
     def _get(self, entry_id: str, *, scope: Scope | None = None) -> MemoryEntry:
@@ -371,6 +383,7 @@ class LongTermMemory:
         superseded = _flag(include_superseded, "include_superseded")
         flt = self._filter(scope, category, include_archived)
         if not query.strip():
+            self._on_activity(flt.scope)
             browsed = SearchResults(
                 [SearchHit(e, 0.0, "recent") for e in self._store.facts.recent(flt, count)], mode="browse"
             )
@@ -386,6 +399,7 @@ class LongTermMemory:
         if pinned:
             results = self._pinned_first(results, flt)
         self._on_read([h.entry.id for h in results])
+        self._on_activity(flt.scope)
         return results
 
     def _ranked(self, query: str, flt: FactFilter, count: int, mode: str, floor: float | None) -> SearchResults:
@@ -440,6 +454,7 @@ class LongTermMemory:
         flt = self._filter(scope, category, include_archived=False)
         entries = self._store.facts.recent(flt, count)
         taxonomy = self._store.facts.taxonomy(flt)
+        self._on_activity(flt.scope)
         return Browse(entries=tuple(entries), taxonomy=tuple(taxonomy), category=flt.category_prefix)
 
     def _filter(self, scope: Scope | None, category: str | None, include_archived: bool) -> FactFilter:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from reverie.types import (
     CategoryCount,
@@ -47,6 +47,7 @@ class PurgeRule:
 
     Tombstones (entries the forget sweep archived: ``metadata.forgotten``) keep longer when
     ``tombstones_before`` is set: they go only when archived at or before it (seed 003: 180 days).
+    ``purged_at`` is the time the purge log records for each deleted entry (None: ``archived_before``).
     """
 
     archived_before: datetime
@@ -54,6 +55,17 @@ class PurgeRule:
     protect_reinforcement: int
     agent_id: str | None = None  # None: every agent (the maintenance sweep)
     tombstones_before: datetime | None = None
+    purged_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PurgedRecord:
+    """One entry ``FactRepository.purge`` hard-deleted: the purge log, so an audit can tell a purge from a
+    deletion made any other way."""
+
+    fact_id: str
+    agent_id: str
+    purged_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +147,18 @@ class FactRepository(Protocol):
         ...
 
     def purge(self, rule: PurgeRule) -> tuple[list[str], list[str]]:
-        """Hard-delete per ``rule`` (with their versions and vectors); returns (purged, protected) ids."""
+        """Hard-delete per ``rule`` (with their versions and vectors); returns (purged, protected) ids. Each
+        purged entry leaves a ``PurgedRecord`` in the purge log, written in the same transaction as the delete
+        (``purged_at`` = ``rule.purged_at``, or ``rule.archived_before`` when that is None)."""
+        ...
+
+    def purge_log(self, since: datetime | None = None, agent_id: str | None = None) -> list[PurgedRecord]:
+        """The purge log, oldest first: records purged at or after ``since`` (all when None), of one agent
+        (every agent when None)."""
+        ...
+
+    def agents(self) -> list[str]:
+        """Every agent id with at least one entry, archived included, sorted."""
         ...
 
     def expansion_pending(self, limit: int, *, after: int = 0) -> list[tuple[int, str]]:
@@ -224,6 +247,148 @@ class MetaRepository(Protocol):
     def set(self, key: str, value: str) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class LedgerStamp:
+    """The change gate's record of one pass for one agent (seed 001's DreamPassLedger)."""
+
+    agent_id: str
+    pass_name: str
+    stamped_at: datetime  # when the pass last completed with usable output
+    fingerprint: str | None = None  # hash of the corpus it last ran on (None: not corpus-gated)
+
+
+@dataclass(frozen=True, slots=True)
+class DreamLease:
+    """The per-agent dream lock as one holder took it: valid while ``now < expires_at``."""
+
+    agent_id: str
+    holder: str  # unique per run
+    acquired_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DreamLockState:
+    """The lock of one agent as stored (no clock is read: the caller compares ``expires_at``)."""
+
+    agent_id: str
+    holder: str | None  # None: no dream running (or its lease expired: see expires_at)
+    expires_at: datetime | None
+    last_dream_at: datetime | None  # the last dream that completed: the time gate reads it
+    abort_requested: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DreamRun:
+    """One dream run: its live status while it runs, its report after (the audit trail)."""
+
+    run_id: str
+    agent_id: str
+    trigger: str  # scheduled | manual | idle
+    started_at: datetime
+    phase: str  # running | completed | failed | aborted
+    finished_at: datetime | None = None
+    current_pass: str | None = None
+    progress: str = ""  # e.g. "3/9 passes"
+    tokens: int = 0
+    cost: float = 0.0
+    report: dict[str, Any] = field(default_factory=dict)  # JSON-able
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One source a dream merge folded into a target entry."""
+
+    run_id: str
+    target_id: str  # the entry a merge wrote into
+    source_id: str  # one entry that fed it
+    at: datetime
+
+
+class DreamRepository(Protocol):
+    """The dream service's state: the change-gate ledger, the per-agent lock, activity, runs and evidence.
+
+    Every write is atomic across processes; the lock is a lease, so a crashed holder frees it at expiry.
+    """
+
+    # -- the change-gate ledger
+    def ledger(self, agent_id: str) -> dict[str, LedgerStamp]:
+        """Stamps by pass name. A row that cannot be read back (corrupt) is left out, so a damaged ledger
+        means 'run that pass once', never 'skip it forever'."""
+        ...
+
+    def stamp(self, stamp: LedgerStamp) -> None:
+        """Upsert by ``(agent_id, pass_name)``."""
+        ...
+
+    def clear_ledger(self, agent_id: str | None = None) -> int:
+        """Remove the stamps of one agent (every agent when None); returns the rows removed."""
+        ...
+
+    # -- the per-agent dream lock (a lease, so a crashed holder frees it after expiry); works across processes
+    def acquire(self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float) -> DreamLease | None:
+        """Take the agent's dream lock, atomically: None when another holder's lease has not expired at now.
+        Taking it clears abort_requested. An expired lease of another holder is taken over."""
+        ...
+
+    def renew(self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float) -> bool:
+        """Extend our lease; False when we no longer hold it (expired and taken over, or released)."""
+        ...
+
+    def release(self, agent_id: str, holder: str, *, completed_at: datetime | None) -> None:
+        """Give the lock back. completed_at set: last_dream_at becomes it (the time gate advances); None (failed or
+        aborted): last_dream_at is left as it was, so the time gate reopens. No-op when holder does not hold it."""
+        ...
+
+    def lock_state(self, agent_id: str) -> DreamLockState:
+        """The stored lock; for an agent never locked: all None / False."""
+        ...
+
+    def request_abort(self, agent_id: str) -> bool:
+        """Ask the running dream of the agent to stop at its next step; True when one holds the lock (lease not
+        checked against a clock here: the caller compares expires_at)."""
+        ...
+
+    # -- activity (LibreFang's min_sessions gate, ai-memory's idle trigger)
+    def note_activity(self, agent_id: str, session_key: str, at: datetime) -> None:
+        """Upsert (agent_id, session_key) -> last_at = max(existing, at). session_key '' = no session."""
+        ...
+
+    def activity_since(self, agent_id: str, since: datetime | None) -> tuple[int, datetime | None]:
+        """(distinct non-empty session keys active after `since` (all when None), the latest activity time of any
+        key of the agent, or None)."""
+        ...
+
+    def last_activity(self) -> datetime | None:
+        """The latest activity of any agent (the idle trigger), or None."""
+        ...
+
+    # -- runs (status + audit trail)
+    def save_run(self, run: DreamRun) -> None:
+        """Upsert by ``run_id``."""
+        ...
+
+    def get_run(self, run_id: str) -> DreamRun | None: ...
+
+    def runs(self, agent_id: str | None = None, *, limit: int = 20) -> list[DreamRun]:
+        """The newest ``limit`` runs (of one agent, or all), newest started first."""
+        ...
+
+    def prune_runs(self, before: datetime) -> int:
+        """Delete finished runs that finished before ``before``; returns how many. Running ones stay."""
+        ...
+
+    # -- evidence of merges
+    def add_evidence(self, rows: list[Evidence]) -> None:
+        """Record merge sources; a row already recorded (same run, target, source) is kept once."""
+        ...
+
+    def evidence(self, target_id: str) -> list[Evidence]:
+        """The sources recorded for ``target_id``, oldest first."""
+        ...
+
+
 class Store(Protocol):
     """One backend: its repositories, transactions and maintenance."""
 
@@ -241,6 +406,9 @@ class Store(Protocol):
 
     @property
     def meta(self) -> MetaRepository: ...
+
+    @property
+    def dream(self) -> DreamRepository: ...
 
     def transaction(self) -> AbstractContextManager[None]:
         """Group writes into one atomic unit (replacement before retirement). Repositories used inside

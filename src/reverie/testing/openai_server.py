@@ -5,10 +5,12 @@
         embedder = OpenAIEmbedder(server.url, "test-model")   # server.url == "http://127.0.0.1:<port>/v1"
 
 ``POST /v1/embeddings`` answers deterministic vectors from ``HashEmbedder(dim)`` (times ``scale``);
-``POST /v1/chat/completions`` answers the scripted answers in order, then HTTP 500 once the script is
-empty. A scripted answer is the assistant's text, or a ``ChatReply`` for anything else: a status with
-headers (a 429 with ``Retry-After``), a raw body (garbage, a cut-off chat completion), a delay (a client
-timeout), chosen ``usage`` or none, a ``finish_reason``. Every request is recorded in ``server.requests``.
+``POST /v1/chat/completions`` answers the scripted answers in order; once the script is empty, the handler
+set with ``answer_chat_with`` (called with the request body, in the request thread; its result is answered
+like a scripted answer, and an exception it raises answers HTTP 500 with its message), or HTTP 500 when
+there is none. A scripted answer is the assistant's text, or a ``ChatReply`` for anything else: a status
+with headers (a 429 with ``Retry-After``), a raw body (garbage, a cut-off chat completion), a delay (a
+client timeout), chosen ``usage`` or none, a ``finish_reason``. Every request is recorded in ``server.requests``.
 ``fail_next``, ``delay_next`` and ``malform_next`` inject one failure each into the next request(s) of any
 path. Token counts in ``usage`` are whitespace-separated words, not real tokens, unless a ``ChatReply``
 says otherwise. Standard library only; serves HTTP/1.0 (one request per connection) so shutdown never
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal, NamedTuple
@@ -56,6 +58,10 @@ class ChatReply:
     delay: float = 0.0
 
 
+# Answers chat requests once the script is empty: the request body in, a scripted answer out.
+ChatHandler = Callable[[dict[str, Any]], str | ChatReply]
+
+
 class Reply(NamedTuple):
     status: int
     body: bytes
@@ -87,6 +93,7 @@ class ScriptedOpenAIServer(LoopbackServer):
         self._scale = scale
         self._reverse = reverse_data
         self._chat: deque[str | ChatReply] = deque()
+        self._chat_handler: ChatHandler | None = None
         self._delays: deque[float] = deque()
         self._faults: deque[Reply] = deque()
         self._malforms: deque[MalformKind] = deque()
@@ -109,6 +116,13 @@ class ScriptedOpenAIServer(LoopbackServer):
         ``ChatReply``."""
         with self._lock:
             self._chat.extend(answers)
+
+    def answer_chat_with(self, handler: ChatHandler | None) -> None:
+        """Answer ``/v1/chat/completions`` with ``handler(request_body)`` once the script is empty (queued
+        answers still come first); None removes the handler. It runs in the request thread; its result is
+        answered like a scripted answer, and an exception it raises answers HTTP 500 with its message."""
+        with self._lock:
+            self._chat_handler = handler
 
     def fail_next(
         self,
@@ -194,6 +208,12 @@ class ScriptedOpenAIServer(LoopbackServer):
             return _error(400, "the scripted server does not stream")
         with self._lock:
             scripted = self._chat.popleft() if self._chat else None
+            handler = self._chat_handler
+        if scripted is None and handler is not None:
+            try:
+                scripted = handler(body)
+            except Exception as exc:  # the handler is test code: its failure is the answer, not a crash
+                return _error(500, f"the chat handler failed: {exc}", "server_error")
         if scripted is None:
             return _error(500, "the chat script is empty", "server_error")
         answer = scripted if isinstance(scripted, ChatReply) else ChatReply(scripted)

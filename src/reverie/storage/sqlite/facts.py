@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from reverie.errors import NotFound
-from reverie.storage.base import FactFilter, PurgeRule, TextRow, TextSnapshot
+from reverie.storage.base import FactFilter, PurgedRecord, PurgeRule, TextRow, TextSnapshot
 from reverie.storage.sqlite.database import Database, parse_ts, parse_ts_or_none, ts, ts_or_none
 from reverie.types import CategoryCount, Change, EntryVersion, MemoryEntry, Scope, Tier
 
@@ -266,7 +266,7 @@ class SqliteFacts:
     def purge(self, rule: PurgeRule) -> tuple[list[str], list[str]]:
         def work(c: sqlite3.Connection) -> tuple[list[str], list[str]]:
             sql = (
-                "SELECT id, importance, reinforcement_count, pinned FROM facts WHERE archived_at <= ?"
+                "SELECT id, importance, reinforcement_count, pinned, agent_id FROM facts WHERE archived_at <= ?"
                 " AND (json_extract(metadata, '$.forgotten') IS NULL OR ? IS NULL OR archived_at <= ?)"
             )
             tombstones = ts_or_none(rule.tombstones_before)
@@ -276,18 +276,41 @@ class SqliteFacts:
                 params.append(rule.agent_id)
             purged: list[str] = []
             protected: list[str] = []
-            for fact_id, importance, reinforcement, pinned in c.execute(sql, params).fetchall():
+            owners: dict[str, str] = {}
+            for fact_id, importance, reinforcement, pinned, agent_id in c.execute(sql, params).fetchall():
                 high_value = (
                     importance >= rule.protect_importance or reinforcement >= rule.protect_reinforcement or pinned
                 )
                 (protected if high_value else purged).append(fact_id)
+                owners[fact_id] = agent_id
+            purged_at = ts(rule.purged_at if rule.purged_at is not None else rule.archived_before)
             for fact_id in purged:
                 c.execute("DELETE FROM fact_versions WHERE fact_id = ?", (fact_id,))
                 c.execute("DELETE FROM fact_vectors WHERE fact_id = ?", (fact_id,))
                 c.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
+                c.execute(
+                    "INSERT INTO purge_log (fact_id, agent_id, purged_at) VALUES (?, ?, ?)",
+                    (fact_id, owners[fact_id], purged_at),
+                )
             return purged, protected
 
         return self._db.write(work)
+
+    def purge_log(self, since: datetime | None = None, agent_id: str | None = None) -> list[PurgedRecord]:
+        sql = "SELECT fact_id, agent_id, purged_at FROM purge_log WHERE 1 = 1"
+        params: list[Any] = []
+        if since is not None:
+            sql += " AND purged_at >= ?"
+            params.append(ts(since))
+        if agent_id is not None:
+            sql += " AND agent_id = ?"
+            params.append(agent_id)
+        rows = self._db.read(lambda c: c.execute(sql + " ORDER BY purged_at, seq", params).fetchall())
+        return [PurgedRecord(fact_id=r[0], agent_id=r[1], purged_at=parse_ts(r[2])) for r in rows]
+
+    def agents(self) -> list[str]:
+        rows = self._db.read(lambda c: c.execute("SELECT DISTINCT agent_id FROM facts ORDER BY agent_id").fetchall())
+        return [str(r[0]) for r in rows]
 
     def expansion_pending(self, limit: int, *, after: int = 0) -> list[tuple[int, str]]:
         rows = self._db.read(

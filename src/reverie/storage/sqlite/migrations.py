@@ -261,6 +261,73 @@ ALTER TABLE facts ADD COLUMN expand_pending INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX facts_expand_pending ON facts (seq) WHERE expand_pending = 1;
 """
 
+_DREAM = """
+-- The dream service (seed 001). The change-gate ledger: when each pass last produced usable output for an
+-- agent, and the fingerprint of the corpus it ran on.
+CREATE TABLE dream_ledger (
+    agent_id    TEXT NOT NULL,
+    pass_name   TEXT NOT NULL,
+    stamped_at  TEXT NOT NULL,
+    fingerprint TEXT,
+    PRIMARY KEY (agent_id, pass_name)
+) WITHOUT ROWID;
+-- One row per agent ever locked: the lease (holder NULL when free) and the time gate's last completed dream.
+CREATE TABLE dream_locks (
+    agent_id        TEXT PRIMARY KEY,
+    holder          TEXT,
+    acquired_at     TEXT,
+    expires_at      TEXT,
+    last_dream_at   TEXT,
+    abort_requested INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+-- The latest activity per (agent, session); session_key '' is activity outside any session.
+CREATE TABLE dream_activity (
+    agent_id    TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    last_at     TEXT NOT NULL,
+    PRIMARY KEY (agent_id, session_key)
+) WITHOUT ROWID;
+CREATE INDEX dream_activity_last ON dream_activity (last_at);
+-- Runs: live status, then the report (JSON). An explicit INTEGER PRIMARY KEY keeps the tie order stable.
+CREATE TABLE dream_runs (
+    seq          INTEGER PRIMARY KEY,
+    run_id       TEXT NOT NULL UNIQUE,
+    agent_id     TEXT NOT NULL,
+    run_trigger  TEXT NOT NULL,
+    started_at   TEXT NOT NULL,
+    phase        TEXT NOT NULL,
+    finished_at  TEXT,
+    current_pass TEXT,
+    progress     TEXT NOT NULL DEFAULT '',
+    tokens       INTEGER NOT NULL DEFAULT 0,
+    cost         REAL NOT NULL DEFAULT 0,
+    report       TEXT NOT NULL DEFAULT '{}',
+    error        TEXT
+);
+CREATE INDEX dream_runs_agent_started ON dream_runs (agent_id, started_at);
+CREATE INDEX dream_runs_started ON dream_runs (started_at);
+CREATE INDEX dream_runs_finished ON dream_runs (finished_at) WHERE finished_at IS NOT NULL;
+-- Which entries a merge folded into which: the trail from a merged entry back to its sources.
+CREATE TABLE dream_evidence (
+    seq       INTEGER PRIMARY KEY,
+    run_id    TEXT NOT NULL,
+    target_id TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    at        TEXT NOT NULL,
+    UNIQUE (run_id, target_id, source_id)
+);
+CREATE INDEX dream_evidence_target ON dream_evidence (target_id, at, seq);
+-- Every hard delete by the purge pass, written in the purge's transaction. AUTOINCREMENT: never reused.
+CREATE TABLE purge_log (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    fact_id   TEXT NOT NULL,
+    agent_id  TEXT NOT NULL,
+    purged_at TEXT NOT NULL
+);
+CREATE INDEX purge_log_purged ON purge_log (purged_at, seq);
+CREATE INDEX purge_log_agent ON purge_log (agent_id, purged_at, seq);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -270,6 +337,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0006_fact_log", _FACT_LOG),
     ("0007_aging", _AGING),
     ("0008_expansion", _EXPANSION),
+    ("0009_dream", _DREAM),
 ]
 
 

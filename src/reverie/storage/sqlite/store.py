@@ -12,6 +12,7 @@ from reverie.errors import StorageError
 from reverie.storage.base import StoreOptions
 from reverie.storage.sqlite import migrations
 from reverie.storage.sqlite.database import Database
+from reverie.storage.sqlite.dream import SqliteDream
 from reverie.storage.sqlite.facts import SqliteFacts, SqliteVersions
 from reverie.storage.sqlite.vectors import SqliteMeta, SqliteVectors
 from reverie.types import HealthReport, StoreStats
@@ -34,6 +35,7 @@ class SqliteStore:
         self._versions = SqliteVersions(self._db)
         self._vectors = SqliteVectors(self._db)
         self._meta = SqliteMeta(self._db)
+        self._dream = SqliteDream(self._db)
         try:
             migrations.apply(self._db, now)
         except BaseException:
@@ -60,6 +62,10 @@ class SqliteStore:
     @property
     def meta(self) -> SqliteMeta:
         return self._meta
+
+    @property
+    def dream(self) -> SqliteDream:
+        return self._dream
 
     def transaction(self) -> AbstractContextManager[None]:
         return self._db.transaction()

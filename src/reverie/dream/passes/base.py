@@ -1,0 +1,146 @@
+"""What a dream pass is, and the context a run hands it.
+
+A pass is an object with a ``name``, the capabilities it ``needs`` and ``run(ctx) -> PassReport``. The service
+skips a pass whose capability is missing (no LLM, no embedder, no conversation log, no feedback store), so
+the passes that need none still run.
+
+Invariants of the context:
+- Every LLM call of a pass goes through ``ctx.ask``: it waits while a user turn holds the LLM (polling, never
+  queueing behind it), checks for an abort first, and counts calls, tokens and cost into the run.
+- ``ctx.checkpoint()`` is where a run may stop: between clusters, batches and passes, never inside a write.
+  It renews the run's lock and raises ``DreamStopped`` when the dream was aborted, its lock lost, or (for an
+  idle-triggered run) a client became active.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel
+
+from reverie.clock import Clock
+from reverie.core.coverage import Vocabulary
+from reverie.llm.base import LLM, Completion, Message, parse_json_answer
+from reverie.storage.base import Store
+from reverie.types import MemoryEntry
+
+Answer = TypeVar("Answer", bound=BaseModel)
+Vector = npt.NDArray[np.float32]
+
+
+class Capability(enum.StrEnum):
+    LLM = "llm"
+    EMBEDDER = "embedder"
+    CONVERSATION_LOG = "conversation_log"
+    FEEDBACK = "feedback"
+    SKILLS = "skills"
+
+
+class DreamStopped(Exception):
+    """The run must stop at this checkpoint: ``reason`` is ``aborted``, ``cancelled`` (client activity during
+    an idle-triggered run) or ``lost lock``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class PassReport:
+    """What one pass did. ``status``: ``ran``, ``skipped`` (``reason`` says why) or ``failed``."""
+
+    name: str
+    status: str = "ran"
+    reason: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    llm_calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    summary: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "reason": self.reason,
+            "counts": dict(self.counts),
+            "llm_calls": self.llm_calls,
+            "tokens": self.tokens,
+            "cost": self.cost,
+            "summary": self.summary,
+        }
+
+
+@dataclass(slots=True)
+class PassContext:
+    """Everything a pass may use for one agent's run. ``llm`` is None without one (passes that need it are
+    skipped before they see the context)."""
+
+    agent_id: str
+    store: Store
+    clock: Clock
+    home: Path
+    llm: LLM | None
+    vocabulary: Vocabulary
+    ledger: Any  # DreamPassLedger (typed loosely to keep passes importable without the service)
+    embedding_model: str | None
+    checkpoint: Callable[[], None]
+    wait_for_llm: Callable[[], None]
+    report: PassReport = field(default_factory=lambda: PassReport(name=""))
+    run_id: str = ""  # the run's id: evidence rows name it
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def vectors(self, entries: Sequence[MemoryEntry]) -> dict[str, Vector]:
+        """The stored vectors (of the engine's embedding model) of those of ``entries`` that have one."""
+        if self.embedding_model is None:
+            return {}
+        wanted = {e.id for e in entries}
+        return {
+            fact_id: np.frombuffer(blob, dtype=np.float32)
+            for fact_id, blob in self.store.vectors.snapshot(self.agent_id, self.embedding_model).vectors
+            if blob is not None and fact_id in wanted
+        }
+
+    def ask(
+        self,
+        messages: Sequence[Message],
+        schema: type[Answer],
+        *,
+        purpose: str,
+        max_tokens: int | None = 4096,
+    ) -> tuple[Answer, Completion]:
+        """One LLM call of the pass (see the module docstring). Raises ``LLMError`` (counted as a call when
+        the server answered) or ``DreamStopped``."""
+        if self.llm is None:
+            raise RuntimeError("this pass needs an LLM")
+        self.checkpoint()
+        self.wait_for_llm()
+        self.report.llm_calls += 1
+        completion = self.llm.complete(messages, purpose=purpose, max_tokens=max_tokens, temperature=0.0)
+        # Counted before the answer is parsed: a malformed answer cost its tokens too.
+        self.report.tokens += completion.usage.total_tokens or 0
+        self.report.cost += completion.cost
+        return parse_json_answer(completion, schema), completion
+
+
+class DreamPass(Protocol):
+    """One step of a dream cycle."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def needs(self) -> frozenset[Capability]: ...
+
+    def run(self, ctx: PassContext) -> PassReport:
+        """Do the pass for ``ctx.agent_id``; fill and return ``ctx.report``. May raise ``DreamStopped``."""
+        ...
