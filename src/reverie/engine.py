@@ -9,31 +9,33 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from reverie.audit import AuditConfig, MemoryAudit
+from reverie import service_configs
+from reverie.audit import MemoryAudit
 from reverie.clock import Clock, SystemClock
-from reverie.core.aging import ImportanceDecay, RetentionParams
 from reverie.core.coverage import Vocabulary, load_vocabulary
 from reverie.dream.activity import ActivityTracker
 from reverie.dream.ledger import DreamPassLedger
 from reverie.dream.passes.base import Capability, DreamPass
 from reverie.dream.passes.cold_rewrite import ColdRewritePass
-from reverie.dream.passes.consolidation import ConsolidationConfig, ConsolidationPass
+from reverie.dream.passes.consolidation import ConsolidationPass
 from reverie.dream.passes.maintenance import ArchivePurgePass, DecayPass, ForgetPass, LogRetentionPass
-from reverie.dream.schedule import Schedule
-from reverie.dream.service import DreamConfig, DreamService
+from reverie.dream.service import DreamService
 from reverie.embed.base import Embedder
 from reverie.embed.resolve import make_embedder
 from reverie.errors import ConfigError, ModelMismatch, ReverieError
 from reverie.llm.base import LLM
 from reverie.llm.resolve import make_llm
 from reverie.llm.usage import Prices, UsageLedger
-from reverie.logs import JsonlFile, PrunableLog, RetentionPolicy
-from reverie.memory.aging import Aging, AgingConfig
-from reverie.memory.dedup import DedupConfig, Deduplicator
+from reverie.logs import JsonlFile, PrunableLog, RetentionPolicy, SessionJsonlLog
+from reverie.memory.aging import Aging
+from reverie.memory.conversation import ConversationMemory
+from reverie.memory.dedup import Deduplicator
 from reverie.memory.expansion import ExpansionQueue, expandable
-from reverie.memory.lint import LintConfig, MemoryLint
-from reverie.memory.longterm import LongTermConfig, LongTermMemory
+from reverie.memory.lint import MemoryLint
+from reverie.memory.longterm import LongTermMemory
+from reverie.memory.working import ToolResultStash, WorkingMemory
 from reverie.prompts import MEMORY_RULES, read_prompt
+from reverie.recall.context import ContextBuilder
 from reverie.recall.http_backend import HttpVectorBackend
 from reverie.recall.hybrid import HybridSearch, RecallConfig
 from reverie.recall.index import VectorIndex
@@ -46,6 +48,7 @@ from reverie.types import HealthReport, MemoryEntry, PurgeReport, StoreStats
 log = logging.getLogger("reverie")
 VOCABULARY_FILE = "merge-coverage-vocabulary.json"
 DREAM_LOG = "dream.jsonl"
+CONVERSATION_LOG = "conversation"  # <home>/logs/conversation/{session_id}.jsonl
 
 
 class Reverie:
@@ -60,13 +63,17 @@ class Reverie:
         lint: memory_lint, confidence and explain (``reverie.memory.lint``); reads only.
         expansion: the background expansion of saves into focused facts, or None without an LLM (or with
             ``memory.expansion_enabled = false``).
+        working: working memory (namespaced scratch with a TTL); ``working.for_namespace(...)`` opens a view.
+        stash: the tool-result stash (parks oversized tool results under ``stash/{session}``).
+        conversation: conversation memory: sessions, turns, the replay window, the archive and session
+            compaction (``reverie.memory.conversation``); ``conversation_log`` is its JSONL log.
         settings: the settings it was built from.
         store: the storage backend (for tools that need it; services are the usual way in).
     """
 
     def __init__(self, settings: Settings, *, clock: Clock | None = None, reindex: bool = False) -> None:
         self.settings = settings
-        aging = _aging_config(settings)  # a bad [decay] section fails before anything is opened
+        aging = service_configs.aging_config(settings)  # a bad [decay] section fails before anything is opened
         self._vocabulary: tuple[tuple[int, int] | None, Vocabulary] | None = None
         self.clock: Clock = clock or SystemClock()
         self.store: Store = _open_store(settings, self.clock)
@@ -98,7 +105,11 @@ class Reverie:
             self.store, self.clock, aging, model=self.embedder.model_id if self.embedder is not None else None
         )
         self.dedup = Deduplicator(
-            self.store, self.clock, _dedup_config(settings), vocabulary=self.coverage_vocabulary, recall=self.recall
+            self.store,
+            self.clock,
+            service_configs.dedup_config(settings),
+            vocabulary=self.coverage_vocabulary,
+            recall=self.recall,
         )
         self.embedding: EmbeddingWorker | None = None
         if self.embedder is not None:
@@ -117,7 +128,7 @@ class Reverie:
         self.lint = MemoryLint(
             self.store,
             self.clock,
-            _lint_config(settings),
+            service_configs.lint_config(settings),
             vocabulary=self.coverage_vocabulary,
             recall=self.recall,
             retention=self.aging.score,
@@ -125,7 +136,7 @@ class Reverie:
         self.memory = LongTermMemory(
             self.store,
             self.clock,
-            _longterm_config(settings),
+            service_configs.longterm_config(settings),
             recall=self.recall,
             on_saved=self._saved,
             dedup=self.dedup,
@@ -138,9 +149,28 @@ class Reverie:
             self.expansion = ExpansionQueue(self.store, self.llm, self.clock, self.memory, rules=self.memory_rules)
             if settings.memory.expansion_background:
                 self.expansion.start()
+        model_floor = getattr(self.embedder, "default_min_similarity", DEFAULT_MIN_SIMILARITY)
+        self.working = WorkingMemory(
+            self.store, self.clock, service_configs.working_config(settings, model_floor), embedder=self.embedder
+        )
+        self.stash = ToolResultStash(self.working)
         self.dream_log = JsonlFile(settings.home / "logs" / DREAM_LOG, "dream")
         self._logs: list[PrunableLog] = [self.dream_log]
-        self.audit = MemoryAudit(self.store, self.clock, settings.home, _audit_config(settings))
+        self.conversation_log = SessionJsonlLog(settings.home / "logs" / CONVERSATION_LOG, "conversation")
+        self.register_log(self.conversation_log)
+        self.conversation = ConversationMemory(
+            self.store,
+            self.clock,
+            service_configs.conversation_config(settings),
+            log=self.conversation_log,
+            llm=self.llm,
+            home=settings.home,
+            on_activity=self.activity.note,
+        )
+        self.context = ContextBuilder(
+            self.memory, self.working, self.conversation, self.clock, service_configs.context_config(settings)
+        )
+        self.audit = MemoryAudit(self.store, self.clock, settings.home, service_configs.audit_config(settings))
         self.dream = self._dream_service()
 
     def _dream_service(self) -> DreamService:
@@ -167,17 +197,21 @@ class Reverie:
             passes.append(ForgetPass(self.aging))
         if d.consolidation_enabled:
             passes.append(
-                ConsolidationPass(_consolidation_config(self.settings), dream_log=self.dream_log, related=self._related)
+                ConsolidationPass(
+                    service_configs.consolidation_config(self.settings), dream_log=self.dream_log, related=self._related
+                )
             )
         capabilities = {
             c for c, present in ((Capability.LLM, self.llm), (Capability.EMBEDDER, self.embedder)) if present
         }
-        audit_job = self.audit.job if self.settings.audit.enabled else None
+        jobs = [self.conversation.purge_job]  # deleted sessions go after the retention
+        if self.settings.audit.enabled:
+            jobs.append(self.audit.job)
         return DreamService(
             self.store,
             self.clock,
             passes,
-            config=_dream_config(self.settings),
+            config=service_configs.dream_config(self.settings),
             ledger=DreamPassLedger(
                 self.store.dream, enabled=d.change_gate_enabled, max_skip=timedelta(days=d.max_skip_days)
             ),
@@ -186,7 +220,7 @@ class Reverie:
             capabilities=frozenset(capabilities),
             vocabulary=self.coverage_vocabulary,
             embedding_model=self.embedder.model_id if self.embedder is not None else None,
-            jobs=[audit_job] if audit_job is not None else [],
+            jobs=jobs,
         )
 
     def _related(self, entry: MemoryEntry, limit: int) -> list[str]:
@@ -413,103 +447,4 @@ def _llm(settings: Settings, clock: Clock) -> LLM | None:
         backoff_seconds=s.backoff_seconds,
         prices=Prices(s.price_input_per_mtok, s.price_output_per_mtok),
         ledger=UsageLedger(clock=clock),
-    )
-
-
-def _aging_config(settings: Settings) -> AgingConfig:
-    d = settings.decay
-    try:
-        return AgingConfig(
-            importance=ImportanceDecay(
-                grace_days=d.importance_grace_days, half_life_days=d.importance_half_life_days, floor=d.importance_floor
-            ),
-            retention=RetentionParams(
-                default_half_life_days=d.retention_half_life_days,
-                tier_half_life_days=dict(d.half_life_days),
-                cold_below=d.cold_below,
-            ),
-            compact_cold_episodic=d.compact_cold_episodic,
-            dedup_cold_clusters=d.dedup_cold_clusters,
-            cluster_similarity=settings.memory.dedupe_similarity_threshold,
-        )
-    except ValueError as exc:
-        raise ConfigError(f"[decay]: {exc}") from exc
-
-
-def _dedup_config(settings: Settings) -> DedupConfig:
-    m = settings.memory
-    return DedupConfig(
-        enabled=m.dedupe_enabled,
-        similarity_threshold=m.dedupe_similarity_threshold,
-        lexical_threshold=m.dedupe_lexical_similarity_threshold,
-        max_extended_chars=m.dedupe_max_extended_content_length,
-    )
-
-
-def _longterm_config(settings: Settings) -> LongTermConfig:
-    m = settings.memory
-    return LongTermConfig(
-        max_content_chars=m.max_content_chars,
-        default_category=m.default_category,
-        default_importance=m.default_importance,
-        default_tier=m.default_tier,
-        search_limit=m.search_limit,
-        browse_limit=m.browse_limit,
-        archive_retention_days=m.archive_retention_days,
-        protect_importance=m.pruning_protection_importance,
-        protect_reinforcement=m.pruning_protection_reinforcement_count,
-        tombstone_days=settings.decay.tombstone_days,
-        belief_authority_weight=settings.recall.belief_authority_weight,
-    )
-
-
-def _lint_config(settings: Settings) -> LintConfig:
-    m = settings.memory
-    return LintConfig(
-        similarity=m.lint_similarity, lexical_similarity=m.lint_lexical_similarity, max_entries=m.lint_max_entries
-    )
-
-
-def _dream_config(settings: Settings) -> DreamConfig:
-    d = settings.dream
-    return DreamConfig(
-        enabled=d.enabled,
-        min_hours=d.min_hours,
-        min_sessions=d.min_sessions,
-        lease_seconds=d.lease_seconds,
-        busy_poll_seconds=d.busy_poll_seconds,
-        idle_trigger=d.idle_trigger,
-        idle_window_seconds=d.idle_window_seconds,
-        schedule=Schedule(
-            initial_delay=timedelta(minutes=d.initial_delay_minutes),
-            interval=timedelta(hours=d.interval_hours),
-            cron=d.cron,
-        ),
-        runs_retention_days=d.runs_retention_days,
-    )
-
-
-def _consolidation_config(settings: Settings) -> ConsolidationConfig:
-    d, m = settings.dream, settings.memory
-    return ConsolidationConfig(
-        similarity=d.consolidation_similarity_threshold,
-        max_cluster_size=d.consolidation_max_cluster_size,
-        min_interval_hours=d.consolidation_min_interval_hours,
-        repair_enabled=d.merge_repair_enabled,
-        repair_max_per_cycle=d.merge_repair_max_per_cycle,
-        max_entries_per_call=d.consolidation_max_entries_per_call,
-        max_entries_per_cycle=d.consolidation_max_entries_per_cycle,
-        related_per_entry=d.consolidation_related_per_entry,
-        protect_importance=m.pruning_protection_importance,
-        protect_reinforcement=m.pruning_protection_reinforcement_count,
-    )
-
-
-def _audit_config(settings: Settings) -> AuditConfig:
-    a = settings.audit
-    return AuditConfig(
-        interval_hours=a.interval_hours,
-        trend_days=a.trend_days,
-        pause_on_loss=a.pause_on_loss,
-        similarity=settings.dream.consolidation_similarity_threshold,
     )

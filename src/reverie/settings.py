@@ -237,6 +237,58 @@ class AuditSettings(_Section):
     )
 
 
+class WorkingSettings(_Section):
+    """Working memory (seed 000): namespaced scratch entries with a TTL, and the tool-result stash."""
+
+    default_ttl_minutes: float = Field(5.0, gt=0, description="an entry saved without a TTL lives this long")
+    background_min_ttl_minutes: float = Field(
+        240.0, gt=0, description="saves from subagents and workers live at least this long"
+    )
+    max_entries_per_namespace: int = Field(
+        50, ge=1, description="live entries per namespace; a new key evicts the least recently stored"
+    )
+    max_value_chars: int = Field(1_000_000, ge=1, description="longest value a save (or the stash) accepts")
+    max_ttl_minutes: float = Field(43_200.0, gt=0, description="longest TTL a save accepts (30 days)")
+    search_limit: int = Field(20, ge=1, le=1000, description="results a search with a query returns")
+    list_cap: int = Field(500, ge=1, le=100_000, description="entries a listing (no query) returns at most")
+    preview_chars: int = Field(120, ge=1, le=10_000, description="characters of content a search hit previews")
+    stash_ttl_minutes: float = Field(60.0, gt=0, description="how long the tool-result stash keeps an original")
+
+    @model_validator(mode="after")
+    def _within_max(self) -> WorkingSettings:
+        for name in ("default_ttl_minutes", "background_min_ttl_minutes", "stash_ttl_minutes"):
+            if getattr(self, name) > self.max_ttl_minutes:
+                raise ValueError(f"working.{name} is above working.max_ttl_minutes ({self.max_ttl_minutes:g})")
+        return self
+
+
+class ConversationSettings(_Section):
+    """Conversation memory (seed 000) and session compaction (seed 004)."""
+
+    max_llm_context_turns: int = Field(20, ge=1, description="turns replayed into each LLM request (the window)")
+    max_turns_per_session: int = Field(50, ge=1, description="turns retained per session; older ones are archived")
+    max_archived_turns_per_session: int = Field(
+        500, ge=0, description="archived turns kept for out-of-window recall, oldest dropped first; 0 keeps none"
+    )
+    session_idle_timeout_minutes: float = Field(
+        1440.0, ge=0, description="a session idle this long expires: its next turn starts afresh (0: never)"
+    )
+    max_turn_chars: int = Field(100_000, ge=1, description="longest turn content accepted")
+    compaction_threshold: int = Field(80, ge=1, description="compact once this many live messages are unsummarised")
+    compaction_keep_recent: int = Field(20, ge=0, description="most recent messages a compaction keeps verbatim")
+    auto_compact: bool = Field(True, description="compact (extractively, no LLM) inline when a turn crosses it")
+
+
+class ContextSettings(_Section):
+    """The per-turn context builder (seed 000's memory injection flow)."""
+
+    recall_limit: int = Field(8, ge=0, le=100, description="long-term entries recalled for the incoming message")
+    first_turn_fallback: int = Field(5, ge=0, le=100, description="recent entries on a first turn that recalled none")
+    out_of_window_max_turns: int = Field(3, ge=0, le=50, description="hidden turns quoted by out-of-window recall")
+    out_of_window_max_chars: int = Field(800, ge=0, description="per quoted turn, start and end kept (0: in full)")
+    entry_chars: int = Field(600, ge=20, description="a recalled entry longer than this is shown by its start")
+
+
 class Settings(BaseSettings):
     """Every setting Reverie reads. Sections mirror the TOML file's tables."""
 
@@ -251,6 +303,9 @@ class Settings(BaseSettings):
     decay: DecaySettings = Field(default_factory=DecaySettings)
     dream: DreamSettings = Field(default_factory=DreamSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
+    working: WorkingSettings = Field(default_factory=WorkingSettings)
 
 
 def home_from_env(explicit: str | Path | None = None) -> Path:

@@ -231,6 +231,8 @@ def test_demo_runs_the_tour(tmp_path: Path) -> None:
     summary = " ".join(result.stdout.split())  # Rich wraps long lines
     assert "consolidation summary — live 11" in summary
     assert "merged 1, repaired 0, rejected 1, ephemeral 1, protected 1" in summary
+    assert "12. Conversation" in result.stdout and "turn 3 of 60 · user" in summary
+    assert "> Before I forget: my gym locker code is 4417" in summary
     assert "finds" in result.stdout and ": False" in result.stdout and ": True" in result.stdout
     with reverie.open(tmp_path / "demo") as rv:
         assert rv.stats().live == 11

@@ -459,7 +459,7 @@ def test_log_retention_trims_a_registered_log_and_survives_a_failing_one(
     assert report.phase == "completed"
     retention = report.passes["log_retention"]
     assert retention.status == "ran"
-    assert retention.counts["logs"] == 3  # the dream log, the broken one, the tool-call log
+    assert retention.counts["logs"] == 4  # the dream and conversation logs, the broken one, the tool-call log
     assert retention.counts["errors"] == 1
     assert retention.counts["lines_trimmed"] == 15
     assert [r["n"] for r in tool_calls.read()] == [15, 16, 17, 18, 19]

@@ -39,6 +39,14 @@ def test_library_quickstart_runs(index: int, tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode == 0, result.stderr
+    assert result.stdout.strip(), "every block prints something to look at"
+
+
+def test_the_first_library_block_shows_versions(tmp_path: Path) -> None:
+    code = _blocks(_section("Quickstart"), "python")[0]
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
     assert "created" in result.stdout and "reverted" in result.stdout
 
 

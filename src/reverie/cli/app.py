@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from reverie import __version__
-from reverie.cli import admin, bench, demo, dream, maintain, memory
+from reverie.cli import admin, bench, demo, dream, maintain, memory, session
 from reverie.cli.common import State
 
 app = typer.Typer(
@@ -21,6 +21,7 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(maintain.app, name="maintain")
 app.add_typer(dream.app, name="dream")
 app.add_typer(dream.audit_app, name="audit")
+app.add_typer(session.app, name="session")
 app.command()(admin.status)
 app.command()(admin.doctor)
 app.command()(admin.backup)

@@ -121,6 +121,7 @@ def _tour(home: Path) -> None:
         render.stats(rv.stats())
     _age(home)
     _dream(home)
+    _conversation(home)
     console.print("\n[bold green]Tour complete.[/] Next: `reverie memory --help`, and the README's quickstart.")
 
 
@@ -194,3 +195,28 @@ def _dream(home: Path) -> None:
                 console.print(f"  {name:<18} {p.status:<8} {escape(p.summary or p.reason)}")
             console.print(f"[bold]{escape(report.passes['consolidation'].summary)}[/]")
             console.print(f"[dim]{report.llm_calls} LLM calls, {report.tokens} tokens (scripted)[/]")
+
+
+def _conversation(home: Path) -> None:
+    """A 60-turn conversation: its third turn scrolls out of the window, and out-of-window recall brings it back."""
+    clock = FakeClock(SystemClock().now())
+    with reverie.open(home, clock=clock, embedding={"provider": "none"}) as rv:
+        _step(
+            "12. Conversation",
+            "A 60-turn session: only the last 20 turns are replayed. Asked about an early detail, the context "
+            "builder quotes the hidden turn that matches, framed as conversation record, before the replayed turns.",
+        )
+        session = rv.conversation.create(name="trip planning").session_id
+        for i in range(1, 61):
+            clock.advance(minutes=1)
+            if i == 3:
+                text = "Before I forget: my gym locker code is 4417, locker 12 by the sauna."
+            elif i % 2:
+                text = f"Next for the Kyoto trip, day {i // 2}: temples in the morning, food in the evening."
+            else:
+                text = "Noted: temples first, then dinner near the river."
+            rv.conversation.add_turn(session, "user" if i % 2 else "assistant", text)
+        built = rv.context.build(session, "What was my gym locker code again?")
+        console.print(f"sections: {', '.join(f'{s.name} ({s.tokens} tokens)' for s in built.sections)}")
+        window = next(s for s in built.sections if s.name == "out_of_window")
+        console.print(escape(str(window.messages[0]["content"])))

@@ -17,6 +17,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from reverie.core.text import cut_words
+
 KEPT_PREFIX = "Kept: "
 
 # Path segment characters: letters, digits, "_", ".", "@", "%", "+", "=", "-".
@@ -106,14 +108,7 @@ def _paragraphs(text: str) -> list[str]:
     return [p.strip() for p in re.split(r"\n[ \t]*\n", text) if p.strip()]
 
 
-def _cut(paragraph: str, limit: int) -> str:
-    """``paragraph`` cut at a word boundary to at most ``limit`` characters, ending in an ellipsis when cut."""
-    if len(paragraph) <= limit:
-        return paragraph
-    head = paragraph[: max(limit - 1, 0)]
-    if " " in head:
-        head = head.rsplit(" ", 1)[0]
-    return head.rstrip() + "…"
+_cut = cut_words
 
 
 def compact(text: str, *, abstract: str | None = None, max_summary_chars: int = 600) -> str:

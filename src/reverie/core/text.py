@@ -48,3 +48,13 @@ def preview(text: str, limit: int = 120) -> str:
     limit = max(limit, 1)
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def cut_words(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary to at most ``limit`` characters, ending in an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    head = text[: max(limit - 1, 0)]
+    if " " in head:
+        head = head.rsplit(" ", 1)[0]
+    return head.rstrip() + "…"

@@ -10,6 +10,7 @@ Rules every backend keeps (DESIGN.md, "Storage contract"):
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -389,6 +390,169 @@ class DreamRepository(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One conversation session of one agent (seed 000 conversation memory, seed 004 sessions).
+
+    ``started_at`` is when the live conversation began: a fresh start (the first turn, or the first after the
+    session expired) moves it. ``summary`` and ``compacted_through`` are session compaction's: the summary
+    covers the live turns with ``index <= compacted_through``. ``deleted_at`` set: hidden, awaiting the purge.
+    """
+
+    agent_id: str
+    session_id: str
+    created_at: datetime
+    last_active_at: datetime
+    started_at: datetime
+    name: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # JSON-able
+    summary: str | None = None
+    compacted_through: int = 0
+    deleted_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One turn of a live conversation. ``index`` is its 1-based position in the live conversation; the
+    indexes of a session's stored turns are always contiguous (appends take the next one, and only the
+    oldest are ever dropped). ``archived``: evicted past the retained turns, kept for out-of-window recall."""
+
+    agent_id: str
+    session_id: str
+    index: int
+    role: str  # user | assistant | system | tool
+    content: str
+    at: datetime
+    name: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # JSON-able
+    archived: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCounts:
+    """How many turns a session stores, and the index range they span (0 and 0 when none)."""
+
+    retained: int = 0
+    archived: int = 0
+    first_index: int = 0
+    last_index: int = 0
+
+
+class SessionRepository(Protocol):
+    """Conversation sessions and their turns, per agent. Every query is scoped by ``(agent_id, session_id)``;
+    the only hard deletes are the conversation's own rules (a fresh start, the archive cap, ``clear``) and
+    ``purge_deleted``."""
+
+    def create(self, session: SessionRecord) -> None:
+        """Insert a session. Raises ``Conflict`` when ``(agent_id, session_id)`` exists, deleted or not."""
+        ...
+
+    def get(self, agent_id: str, session_id: str) -> SessionRecord | None:
+        """The session, deleted or not; None when unknown."""
+        ...
+
+    def list(self, agent_id: str, *, include_deleted: bool = False) -> list[SessionRecord]:
+        """The agent's sessions, most recently active first (then by id)."""
+        ...
+
+    def update(self, session: SessionRecord) -> None:
+        """Replace the stored session with ``session`` (same agent and id). Raises ``NotFound``."""
+        ...
+
+    def mark_deleted(self, agent_id: str, session_id: str, at: datetime) -> bool:
+        """Set ``deleted_at`` on a session not yet deleted; False when there is none."""
+        ...
+
+    def append_turn(self, turn: TurnRecord) -> None:
+        """Insert a turn. Raises ``Conflict`` when the session already has a turn at ``turn.index``, and
+        ``NotFound`` when the session does not exist."""
+        ...
+
+    def turns(
+        self, agent_id: str, session_id: str, *, archived: bool | None = None, after: int = 0, last: int | None = None
+    ) -> builtins.list[TurnRecord]:  # builtins: ``list`` is a method here
+        """Stored turns in index order: only archived (True) or retained (False) ones, or both (None); only
+        those with ``index > after``; of those, only the ``last`` most recent (None: all)."""
+        ...
+
+    def turn_counts(self, agent_id: str, session_id: str) -> TurnCounts:
+        """Retained and archived counts and the index range of the stored turns."""
+        ...
+
+    def archive_turns_before(self, agent_id: str, session_id: str, index: int) -> int:
+        """Flag the retained turns with ``index`` below ``index`` as archived; returns how many."""
+        ...
+
+    def drop_archived_beyond(self, agent_id: str, session_id: str, keep: int) -> int:
+        """Hard-delete the oldest archived turns beyond the ``keep`` most recent (0: all of them); returns how
+        many (seed 000's MaxArchivedTurnsPerSession)."""
+        ...
+
+    def discard_turns(self, agent_id: str, session_id: str) -> int:
+        """Hard-delete every turn of the session, archive included (a fresh start, a clear); returns how many."""
+        ...
+
+    def purge_deleted(self, before: datetime) -> int:
+        """Hard-delete the sessions deleted at or before ``before``, with their turns; returns the sessions."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingEntry:
+    """One working-memory entry (seed 000): scratch text under a full path key, live until ``expires_at``.
+
+    ``key`` is the full path (``session/abc123/emails_inbox``); its first two segments are its namespace.
+    Working memory is scratch with a TTL, so expiry is its deletion: nothing here is versioned or archived.
+    """
+
+    agent_id: str
+    key: str
+    value: str
+    stored_at: datetime
+    expires_at: datetime
+    category: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+class WorkingRepository(Protocol):
+    """Working-memory entries, per agent, keyed by ``(agent_id, key)``.
+
+    An entry is live while ``now < expires_at``; every read takes ``now`` and never returns an expired entry.
+    ``prefix`` matches keys by plain string prefix (the caller adds the trailing ``/``). "Most recently
+    stored" orders by ``stored_at``, then by write order, so entries stored at the same instant keep the
+    order they were written in. ``sweep`` is the only bulk delete.
+    """
+
+    def put(self, entry: WorkingEntry) -> None:
+        """Upsert by ``(agent_id, key)``; a rewrite counts as the most recently stored."""
+        ...
+
+    def get(self, agent_id: str, key: str, *, now: datetime) -> WorkingEntry | None:
+        """The live entry, or None when there is none or it has expired."""
+        ...
+
+    def list(self, agent_id: str, prefix: str, *, now: datetime, limit: int) -> list[WorkingEntry]:
+        """Up to ``limit`` live entries whose key starts with ``prefix``, most recently stored first."""
+        ...
+
+    def count(self, agent_id: str, prefix: str, *, now: datetime) -> int:
+        """How many live entries have a key starting with ``prefix``."""
+        ...
+
+    def delete(self, agent_id: str, key: str) -> bool:
+        """Remove the entry (live or expired); False when there was none."""
+        ...
+
+    def oldest(self, agent_id: str, prefix: str, *, now: datetime) -> WorkingEntry | None:
+        """The least recently stored live entry under ``prefix`` (the one the namespace cap evicts)."""
+        ...
+
+    def sweep(self, now: datetime) -> int:
+        """Hard-delete every expired entry of every agent; returns how many."""
+        ...
+
+
 class Store(Protocol):
     """One backend: its repositories, transactions and maintenance."""
 
@@ -409,6 +573,12 @@ class Store(Protocol):
 
     @property
     def dream(self) -> DreamRepository: ...
+
+    @property
+    def working(self) -> WorkingRepository: ...
+
+    @property
+    def sessions(self) -> SessionRepository: ...
 
     def transaction(self) -> AbstractContextManager[None]:
         """Group writes into one atomic unit (replacement before retirement). Repositories used inside

@@ -328,6 +328,59 @@ CREATE INDEX purge_log_purged ON purge_log (purged_at, seq);
 CREATE INDEX purge_log_agent ON purge_log (agent_id, purged_at, seq);
 """
 
+# Conversation memory (seed 000) and sessions (seed 004). A turn's index is its position in the live
+# conversation; its rows go with the session's (ON DELETE CASCADE: only the purge deletes a session).
+_CONVERSATION = """
+CREATE TABLE sessions (
+    agent_id          TEXT NOT NULL,
+    session_id        TEXT NOT NULL,
+    name              TEXT,
+    metadata          TEXT NOT NULL DEFAULT '{}',
+    created_at        TEXT NOT NULL,
+    last_active_at    TEXT NOT NULL,
+    started_at        TEXT NOT NULL,
+    summary           TEXT,
+    compacted_through INTEGER NOT NULL DEFAULT 0,
+    deleted_at        TEXT,
+    PRIMARY KEY (agent_id, session_id)
+);
+CREATE INDEX sessions_recent ON sessions (agent_id, last_active_at);
+CREATE INDEX sessions_deleted ON sessions (deleted_at) WHERE deleted_at IS NOT NULL;
+CREATE TABLE turns (
+    agent_id     TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    turn_index   INTEGER NOT NULL,
+    role         TEXT NOT NULL,
+    content      TEXT NOT NULL,
+    at           TEXT NOT NULL,
+    name         TEXT,
+    tool_call_id TEXT,
+    tool_calls   TEXT,
+    archived     INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (agent_id, session_id, turn_index),
+    FOREIGN KEY (agent_id, session_id) REFERENCES sessions (agent_id, session_id) ON DELETE CASCADE
+);
+CREATE INDEX turns_archived ON turns (agent_id, session_id, archived, turn_index);
+"""
+
+# Working memory (seed 000): scratch entries with a TTL. Expiry is deletion (the sweep), so no versions.
+# seq orders entries stored at the same instant by write order (an upsert takes a new one).
+_WORKING = """
+CREATE TABLE working_entries (
+    agent_id   TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    category   TEXT,
+    tags       TEXT NOT NULL DEFAULT '[]',
+    stored_at  TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, key)
+);
+CREATE INDEX working_entries_expiry ON working_entries (agent_id, expires_at);
+CREATE INDEX working_entries_seq ON working_entries (seq);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -338,6 +391,8 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0007_aging", _AGING),
     ("0008_expansion", _EXPANSION),
     ("0009_dream", _DREAM),
+    ("0010_conversation", _CONVERSATION),
+    ("0011_working", _WORKING),
 ]
 
 

@@ -14,7 +14,9 @@ from reverie.storage.sqlite import migrations
 from reverie.storage.sqlite.database import Database
 from reverie.storage.sqlite.dream import SqliteDream
 from reverie.storage.sqlite.facts import SqliteFacts, SqliteVersions
+from reverie.storage.sqlite.sessions import SqliteSessions
 from reverie.storage.sqlite.vectors import SqliteMeta, SqliteVectors
+from reverie.storage.sqlite.working import SqliteWorking
 from reverie.types import HealthReport, StoreStats
 
 
@@ -36,6 +38,8 @@ class SqliteStore:
         self._vectors = SqliteVectors(self._db)
         self._meta = SqliteMeta(self._db)
         self._dream = SqliteDream(self._db)
+        self._sessions = SqliteSessions(self._db)
+        self._working = SqliteWorking(self._db)
         try:
             migrations.apply(self._db, now)
         except BaseException:
@@ -66,6 +70,14 @@ class SqliteStore:
     @property
     def dream(self) -> SqliteDream:
         return self._dream
+
+    @property
+    def sessions(self) -> SqliteSessions:
+        return self._sessions
+
+    @property
+    def working(self) -> SqliteWorking:
+        return self._working
 
     def transaction(self) -> AbstractContextManager[None]:
         return self._db.transaction()

@@ -1,0 +1,124 @@
+"""Ranking working-memory entries for a query (seed 000's search_working_memory): BM25 over key, value,
+category and tags, fused with cosine similarity when an embedder is configured.
+
+Working memory is small (a namespace holds at most a few dozen entries), so nothing is indexed: the
+candidates are scored where they stand, and their values are embedded on the fly in one batch.
+
+Invariants:
+- BM25 is FTS5's formula (``recall.postings.bm25``) over ``core.tokens``' words, with the candidates as
+  the corpus; a column's words count with its weight (key and value 1.0, tags 0.6, category 0.4).
+- Each signal is min-max normalised to [0, 1] and the two are fused by ``core.fusion.fuse``, exactly as
+  long-term recall does (``recall.hybrid``); vector candidates below the floor are dropped first.
+- An entry is a hit when at least one signal returned it. An embedder failure degrades to BM25 and says
+  so in the notes; it never fails the search.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from reverie.core import fusion, tokens
+from reverie.embed.base import Embedder
+from reverie.errors import EmbeddingError
+from reverie.recall.postings import bm25
+from reverie.storage.base import WorkingEntry
+
+log = logging.getLogger("reverie.working")
+KEY_WEIGHT, VALUE_WEIGHT, TAGS_WEIGHT, CATEGORY_WEIGHT = 1.0, 1.0, 0.6, 0.4
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One candidate the query matched: its fused score in [0, 1] and which signals returned it."""
+
+    entry: WorkingEntry
+    score: float
+    matched_by: str  # bm25 | vector | bm25+vector
+
+
+def _document(entry: WorkingEntry) -> tuple[dict[str, float], int]:
+    """The entry's weighted word frequencies and its length in words over all columns."""
+    counts: dict[str, float] = {}
+    length = 0
+    for weight, text in (
+        (KEY_WEIGHT, entry.key),
+        (VALUE_WEIGHT, entry.value),
+        (TAGS_WEIGHT, " ".join(entry.tags)),
+        (CATEGORY_WEIGHT, entry.category or ""),
+    ):
+        words = tokens.tokens(text)
+        length += len(words)
+        for word, occurrences in Counter(words).items():
+            counts[word] = counts.get(word, 0.0) + weight * occurrences
+    return counts, length
+
+
+def lexical_scores(entries: Sequence[WorkingEntry], query: str) -> dict[str, float]:
+    """BM25 score by key of every entry holding at least one query word (scores are positive)."""
+    terms = tokens.search_terms(query)
+    if not terms or not entries:
+        return {}
+    documents = [_document(e) for e in entries]
+    lengths = np.asarray([length for _, length in documents], dtype=np.float32)
+    average = max(float(lengths.mean()), 1.0)
+    total = np.zeros(len(entries), dtype=np.float64)
+    matched = np.zeros(len(entries), dtype=bool)
+    for term, repeats in Counter(terms).items():
+        tf = np.asarray([counts.get(term, 0.0) for counts, _ in documents], dtype=np.float32)
+        holding = tf > 0
+        if not holding.any():
+            continue
+        matched |= holding
+        total += bm25(
+            tf, lengths, documents=len(entries), matching=int(holding.sum()), average_length=average, repeats=repeats
+        )
+    return {entries[int(i)].key: float(total[i]) for i in np.flatnonzero(matched)}
+
+
+def semantic_scores(
+    entries: Sequence[WorkingEntry], query: str, embedder: Embedder, floor: float | None
+) -> dict[str, float]:
+    """Cosine similarity by key of the entries at or above ``floor``: the query and every value embedded in
+    one batch (an empty value stands in by its key). Raises ``EmbeddingError``."""
+    if not entries or not query.strip():
+        return {}
+    vectors = embedder.embed([query, *(e.value if e.value.strip() else e.key for e in entries)])
+    similarities = vectors[1:] @ vectors[0]
+    return fusion.above_floor({e.key: float(s) for e, s in zip(entries, similarities, strict=True)}, floor)
+
+
+def rank(
+    entries: Sequence[WorkingEntry],
+    query: str,
+    *,
+    embedder: Embedder | None,
+    semantic_weight: float,
+    floor: float | None,
+    limit: int,
+) -> tuple[list[Ranked], list[str]]:
+    """The best ``limit`` matches, best first (ties by key), and notes on how they were ranked."""
+    notes: list[str] = []
+    lexical = lexical_scores(entries, query)
+    semantic: dict[str, float] | None = None
+    if embedder is not None:
+        try:
+            semantic = semantic_scores(entries, query, embedder, floor)
+        except EmbeddingError as exc:
+            log.warning("working-memory search: embedding failed, BM25 only: %s", exc)
+            notes.append(f"the embedder failed ({exc}); these results are BM25 only")
+    if semantic is None:
+        scores = fusion.minmax(lexical)
+    else:
+        scores = fusion.fuse(lexical, semantic, semantic_weight=semantic_weight)
+    by_key = {e.key: e for e in entries}
+    out = []
+    for key, score in fusion.ranked(scores, limit):
+        both = key in lexical and semantic is not None and key in semantic
+        matched_by = "bm25+vector" if both else ("bm25" if key in lexical else "vector")
+        out.append(Ranked(by_key[key], score, matched_by))
+    return out, notes

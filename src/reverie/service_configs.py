@@ -1,0 +1,164 @@
+"""Service configurations from Settings: the engine's half of "only the engine reads Settings". Each function
+maps one settings section to the plain config object a service takes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from reverie.audit import AuditConfig
+from reverie.core.aging import ImportanceDecay, RetentionParams
+from reverie.dream.passes.consolidation import ConsolidationConfig
+from reverie.dream.schedule import Schedule
+from reverie.dream.service import DreamConfig
+from reverie.errors import ConfigError
+from reverie.memory.aging import AgingConfig
+from reverie.memory.conversation import ConversationConfig
+from reverie.memory.dedup import DedupConfig
+from reverie.memory.lint import LintConfig
+from reverie.memory.longterm import LongTermConfig
+from reverie.memory.working import WorkingConfig
+from reverie.recall.context import ContextConfig
+from reverie.settings import Settings
+
+
+def aging_config(settings: Settings) -> AgingConfig:
+    d = settings.decay
+    try:
+        return AgingConfig(
+            importance=ImportanceDecay(
+                grace_days=d.importance_grace_days, half_life_days=d.importance_half_life_days, floor=d.importance_floor
+            ),
+            retention=RetentionParams(
+                default_half_life_days=d.retention_half_life_days,
+                tier_half_life_days=dict(d.half_life_days),
+                cold_below=d.cold_below,
+            ),
+            compact_cold_episodic=d.compact_cold_episodic,
+            dedup_cold_clusters=d.dedup_cold_clusters,
+            cluster_similarity=settings.memory.dedupe_similarity_threshold,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"[decay]: {exc}") from exc
+
+
+def dedup_config(settings: Settings) -> DedupConfig:
+    m = settings.memory
+    return DedupConfig(
+        enabled=m.dedupe_enabled,
+        similarity_threshold=m.dedupe_similarity_threshold,
+        lexical_threshold=m.dedupe_lexical_similarity_threshold,
+        max_extended_chars=m.dedupe_max_extended_content_length,
+    )
+
+
+def longterm_config(settings: Settings) -> LongTermConfig:
+    m = settings.memory
+    return LongTermConfig(
+        max_content_chars=m.max_content_chars,
+        default_category=m.default_category,
+        default_importance=m.default_importance,
+        default_tier=m.default_tier,
+        search_limit=m.search_limit,
+        browse_limit=m.browse_limit,
+        archive_retention_days=m.archive_retention_days,
+        protect_importance=m.pruning_protection_importance,
+        protect_reinforcement=m.pruning_protection_reinforcement_count,
+        tombstone_days=settings.decay.tombstone_days,
+        belief_authority_weight=settings.recall.belief_authority_weight,
+    )
+
+
+def working_config(settings: Settings, model_floor: float) -> WorkingConfig:
+    w, r = settings.working, settings.recall
+    return WorkingConfig(
+        default_ttl_minutes=w.default_ttl_minutes,
+        background_min_ttl_minutes=w.background_min_ttl_minutes,
+        max_entries_per_namespace=w.max_entries_per_namespace,
+        max_value_chars=w.max_value_chars,
+        max_ttl_minutes=w.max_ttl_minutes,
+        search_limit=w.search_limit,
+        list_cap=w.list_cap,
+        preview_chars=w.preview_chars,
+        stash_ttl_minutes=w.stash_ttl_minutes,
+        semantic_weight=r.semantic_weight,
+        min_similarity=r.min_similarity if r.min_similarity is not None else model_floor,
+    )
+
+
+def conversation_config(settings: Settings) -> ConversationConfig:
+    c = settings.conversation
+    return ConversationConfig(
+        max_llm_context_turns=c.max_llm_context_turns,
+        max_turns_per_session=c.max_turns_per_session,
+        max_archived_turns_per_session=c.max_archived_turns_per_session,
+        session_idle_timeout_minutes=c.session_idle_timeout_minutes,
+        max_turn_chars=c.max_turn_chars,
+        compaction_threshold=c.compaction_threshold,
+        compaction_keep_recent=c.compaction_keep_recent,
+        auto_compact=c.auto_compact,
+        deleted_retention_days=settings.memory.archive_retention_days,
+    )
+
+
+def lint_config(settings: Settings) -> LintConfig:
+    m = settings.memory
+    return LintConfig(
+        similarity=m.lint_similarity, lexical_similarity=m.lint_lexical_similarity, max_entries=m.lint_max_entries
+    )
+
+
+def dream_config(settings: Settings) -> DreamConfig:
+    d = settings.dream
+    return DreamConfig(
+        enabled=d.enabled,
+        min_hours=d.min_hours,
+        min_sessions=d.min_sessions,
+        lease_seconds=d.lease_seconds,
+        busy_poll_seconds=d.busy_poll_seconds,
+        idle_trigger=d.idle_trigger,
+        idle_window_seconds=d.idle_window_seconds,
+        schedule=Schedule(
+            initial_delay=timedelta(minutes=d.initial_delay_minutes),
+            interval=timedelta(hours=d.interval_hours),
+            cron=d.cron,
+        ),
+        runs_retention_days=d.runs_retention_days,
+    )
+
+
+def consolidation_config(settings: Settings) -> ConsolidationConfig:
+    d, m = settings.dream, settings.memory
+    return ConsolidationConfig(
+        similarity=d.consolidation_similarity_threshold,
+        max_cluster_size=d.consolidation_max_cluster_size,
+        min_interval_hours=d.consolidation_min_interval_hours,
+        repair_enabled=d.merge_repair_enabled,
+        repair_max_per_cycle=d.merge_repair_max_per_cycle,
+        max_entries_per_call=d.consolidation_max_entries_per_call,
+        max_entries_per_cycle=d.consolidation_max_entries_per_cycle,
+        related_per_entry=d.consolidation_related_per_entry,
+        protect_importance=m.pruning_protection_importance,
+        protect_reinforcement=m.pruning_protection_reinforcement_count,
+    )
+
+
+def audit_config(settings: Settings) -> AuditConfig:
+    a = settings.audit
+    return AuditConfig(
+        interval_hours=a.interval_hours,
+        trend_days=a.trend_days,
+        pause_on_loss=a.pause_on_loss,
+        similarity=settings.dream.consolidation_similarity_threshold,
+    )
+
+
+def context_config(settings: Settings) -> ContextConfig:
+    c = settings.context
+    return ContextConfig(
+        recall_limit=c.recall_limit,
+        first_turn_fallback=c.first_turn_fallback,
+        replay_turns=settings.conversation.max_llm_context_turns,
+        out_of_window_max_turns=c.out_of_window_max_turns,
+        out_of_window_max_chars=c.out_of_window_max_chars,
+        entry_chars=c.entry_chars,
+    )
