@@ -4,12 +4,12 @@ interfaces) that reads Settings or the environment."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from reverie import service_configs
+from reverie import service_configs, usage_report
 from reverie.audit import MemoryAudit
 from reverie.clock import Clock, SystemClock
 from reverie.core.coverage import Vocabulary, load_vocabulary
@@ -25,7 +25,7 @@ from reverie.embed.resolve import make_embedder
 from reverie.errors import ConfigError, ModelMismatch, ReverieError
 from reverie.llm.base import LLM
 from reverie.llm.resolve import make_llm
-from reverie.llm.usage import Prices, UsageLedger
+from reverie.llm.usage import Prices, UsageLedger, UsageRecord, current_agent
 from reverie.logs import JsonlFile, PrunableLog, RetentionPolicy, SessionJsonlLog
 from reverie.memory.aging import Aging
 from reverie.memory.conversation import ConversationMemory
@@ -40,9 +40,10 @@ from reverie.recall.http_backend import HttpVectorBackend
 from reverie.recall.hybrid import HybridSearch, RecallConfig
 from reverie.recall.index import VectorIndex
 from reverie.recall.worker import EmbeddingWorker
+from reverie.security import ApiKeys
 from reverie.settings import Settings, home_from_env, load_settings
 from reverie.storage import is_database_file, is_url, open_store, store_url
-from reverie.storage.base import FactFilter, Store, StoreOptions
+from reverie.storage.base import FactFilter, Store, StoreOptions, UsageRow, UsageSummary
 from reverie.types import HealthReport, MemoryEntry, PurgeReport, StoreStats
 
 log = logging.getLogger("reverie")
@@ -67,6 +68,7 @@ class Reverie:
         stash: the tool-result stash (parks oversized tool results under ``stash/{session}``).
         conversation: conversation memory: sessions, turns, the replay window, the archive and session
             compaction (``reverie.memory.conversation``); ``conversation_log`` is its JSONL log.
+        keys: API keys and scopes for the HTTP API and the MCP server (``reverie.security.ApiKeys``).
         settings: the settings it was built from.
         store: the storage backend (for tools that need it; services are the usual way in).
     """
@@ -86,6 +88,9 @@ class Reverie:
         except BaseException:
             self.store.close()
             raise
+        if self.llm is not None:
+            self.llm.ledger.add_listener(self._record_usage)
+        self.keys = ApiKeys(self.store, self.clock)
         r = settings.recall
         self.recall = HybridSearch(
             self.store,
@@ -228,6 +233,39 @@ class Reverie:
         flt = FactFilter(scope=entry.scope, now=self.clock.now())
         hits = self.recall.search(entry.content[:2000], flt, limit + 1)
         return [h.entry.id for h in hits if h.entry.id != entry.id]
+
+    def _record_usage(self, record: UsageRecord) -> None:
+        """The ledger listener: every LLM call becomes a row of the usage log, attributed to the agent the
+        calling code works for (``reverie.llm.usage.agent_context``). A store that refuses the row costs
+        the row, never the call."""
+        row = UsageRow(
+            at=record.at,
+            agent_id=current_agent(),
+            provider=self.settings.llm.provider,
+            model=record.model,
+            purpose=record.purpose,
+            prompt_tokens=record.prompt_tokens or 0,
+            completion_tokens=record.completion_tokens or 0,
+            cost=record.cost,
+            ok=record.ok,
+        )
+        try:
+            self.store.usage.add(row)
+        except ReverieError as exc:
+            log.warning("could not record LLM usage (%s, %s): %s", row.agent_id, row.purpose, exc)
+
+    def usage(
+        self, since: datetime | None = None, until: datetime | None = None, agent_id: str | None = None
+    ) -> list[UsageSummary]:
+        """LLM calls, failures, tokens and cost per agent, provider and model, for calls at or after
+        ``since`` and before ``until`` (None: unbounded), of one agent or all. Raises ``ValidationError``."""
+        return usage_report.summary(self.store, since, until, agent_id)
+
+    def usage_calls(
+        self, since: datetime | None = None, until: datetime | None = None, agent_id: str | None = None
+    ) -> list[UsageRow]:
+        """Every LLM call in the period (as ``usage``), oldest first."""
+        return usage_report.calls(self.store, since, until, agent_id)
 
     def logs(self) -> list[PrunableLog]:
         """The append-only logs the log-retention pass caps."""

@@ -289,6 +289,15 @@ class ContextSettings(_Section):
     entry_chars: int = Field(600, ge=20, description="a recalled entry longer than this is shown by its start")
 
 
+class AgentSettings(_Section):
+    """One agent's own switches (TOML ``[agents.<id>]``). Seed 004: what lets an agent's own tool reach
+    its whole store is armed here, per agent, and never by a deployment-wide setting."""
+
+    allow_self_consolidation: bool = Field(
+        False, description="the agent's own tool may merge near-duplicates across its whole store"
+    )
+
+
 class Settings(BaseSettings):
     """Every setting Reverie reads. Sections mirror the TOML file's tables."""
 
@@ -306,6 +315,15 @@ class Settings(BaseSettings):
     context: ContextSettings = Field(default_factory=ContextSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     working: WorkingSettings = Field(default_factory=WorkingSettings)
+    agents: dict[str, AgentSettings] = Field(default_factory=dict, description="per-agent switches by agent id")
+
+    @field_validator("agents")
+    @classmethod
+    def _agent_ids(cls, value: dict[str, AgentSettings]) -> dict[str, AgentSettings]:
+        for agent_id in value:
+            if not agent_id.strip() or agent_id != agent_id.strip() or not agent_id.isprintable():
+                raise ValueError(f"agents: {agent_id!r} is not an agent id")
+        return value
 
 
 def home_from_env(explicit: str | Path | None = None) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from reverie import __version__
-from reverie.cli import admin, bench, demo, dream, maintain, memory, session
+from reverie.cli import admin, bench, demo, dream, keys, maintain, mcp_cmd, memory, serve, session, usage
 from reverie.cli.common import State
 
 app = typer.Typer(
@@ -22,6 +22,7 @@ app.add_typer(maintain.app, name="maintain")
 app.add_typer(dream.app, name="dream")
 app.add_typer(dream.audit_app, name="audit")
 app.add_typer(session.app, name="session")
+app.add_typer(keys.app, name="keys")
 app.command()(admin.status)
 app.command()(admin.doctor)
 app.command()(admin.backup)
@@ -29,6 +30,10 @@ app.command("restore-backup")(admin.restore_backup)
 app.command()(admin.vacuum)
 app.command()(admin.reindex)
 app.command()(demo.demo)
+app.command("mcp")(mcp_cmd.mcp)
+app.command()(serve.serve)
+app.command()(usage.usage)
+app.command()(usage.cost)
 
 
 def _version(value: bool) -> None:

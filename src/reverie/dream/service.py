@@ -37,6 +37,7 @@ from reverie.dream.passes.base import Capability, DreamPass, DreamStopped, PassC
 from reverie.dream.schedule import Schedule
 from reverie.errors import ValidationError
 from reverie.llm.base import LLM
+from reverie.llm.usage import agent_context
 from reverie.storage.base import DreamRun, Store
 
 log = logging.getLogger("reverie.dream")
@@ -227,7 +228,8 @@ class DreamService(BackgroundService):
         passes: dict[str, PassReport] = {}
         phase, error = "completed", None
         try:
-            phase = self._passes(agent, trigger, record, passes)
+            with agent_context(agent):  # the run's LLM calls are the agent's in the usage log
+                phase = self._passes(agent, trigger, record, passes)
         except BaseException as exc:
             phase, error = "failed", f"{type(exc).__name__}: {exc}"
             raise

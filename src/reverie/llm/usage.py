@@ -5,7 +5,9 @@ Invariants:
   (a failed call still records the tokens the server reported, because they were spent);
 - totals count every call since the ledger was made; only the most recent ``max_records`` records are
   kept one by one, so a long-running process holds bounded memory;
-- the ledger is thread-safe, and listeners run outside its lock, in the recording thread.
+- the ledger is thread-safe, and listeners run outside its lock, in the recording thread;
+- ``current_agent()`` is the agent the calling code works for (``agent_context``), so a listener in the
+  recording thread can attribute the call; a new thread starts at ``default`` until it enters a context.
 """
 
 from __future__ import annotations
@@ -13,15 +15,37 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from reverie.clock import Clock, SystemClock
+from reverie.core import validate
 
 log = logging.getLogger(__name__)
 
 _PER = 1_000_000
+DEFAULT_AGENT = "default"
+_AGENT: ContextVar[str] = ContextVar("reverie_usage_agent", default=DEFAULT_AGENT)
+
+
+def current_agent() -> str:
+    """The agent the current code works for: the innermost ``agent_context``, else ``default``."""
+    return _AGENT.get()
+
+
+@contextmanager
+def agent_context(agent_id: str) -> Iterator[str]:
+    """Attribute the LLM calls made inside the block (in this thread or async task) to ``agent_id``.
+    Contexts nest; leaving one restores the outer agent. Raises ``ValidationError`` for a bad id."""
+    agent = validate.identifier(agent_id, name="agent_id")
+    token = _AGENT.set(agent)
+    try:
+        yield agent
+    finally:
+        _AGENT.reset(token)
 
 
 @dataclass(frozen=True, slots=True)

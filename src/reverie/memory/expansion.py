@@ -52,6 +52,7 @@ from reverie.core.provenance import least_trusted
 from reverie.core.subject_time import SUBJECT_TIME, SUBJECT_TIME_END, SUBJECT_TIME_START, merge_subject_time
 from reverie.errors import LLMError, ReverieError, ValidationError
 from reverie.llm.base import LLM, MALFORMED_ANSWER, Message
+from reverie.llm.usage import agent_context
 from reverie.memory.dedup import BYPASS_CATEGORIES, EXPANDED_FROM, bypasses
 from reverie.memory.longterm import LongTermMemory
 from reverie.storage.base import Store
@@ -199,9 +200,10 @@ class ExpansionQueue(BackgroundService):
             self._finish(original, [])
             return 0
         try:
-            answer, _ = self._llm.complete_json(
-                self._messages(rules, original), ExpansionAnswer, max_tokens=self.config.max_tokens, purpose=PURPOSE
-            )
+            with agent_context(original.scope.agent_id):  # the call is booked to the entry's agent
+                answer, _ = self._llm.complete_json(
+                    self._messages(rules, original), ExpansionAnswer, max_tokens=self.config.max_tokens, purpose=PURPOSE
+                )
         except LLMError as exc:
             if exc.reason not in MALFORMED_ANSWER:
                 raise  # the endpoint failed: everything stays pending, the caller backs off

@@ -42,6 +42,7 @@ from reverie.core.jsonanswer import JSONAnswerError, strip_reasoning
 from reverie.core.text import cut_words
 from reverie.errors import LLMError
 from reverie.llm.base import LLM, Message
+from reverie.llm.usage import agent_context
 from reverie.prompts import read_prompt
 from reverie.storage.base import SessionRecord, Store, TurnCounts, TurnRecord
 
@@ -403,7 +404,9 @@ class SessionCompactor:
     def _ask(self, turns: list[TurnRecord], previous: str | None) -> str:
         assert self._llm is not None
         messages = [Message.system(read_prompt(PROMPT, self._home)), Message.user(transcript(turns, previous))]
-        completion = self._llm.complete(messages, max_tokens=LLM_MAX_TOKENS, temperature=0.0, purpose=PURPOSE)
+        agent = turns[0].agent_id if turns else "default"
+        with agent_context(agent):  # the call is booked to the session's agent
+            completion = self._llm.complete(messages, max_tokens=LLM_MAX_TOKENS, temperature=0.0, purpose=PURPOSE)
         try:
             text = strip_reasoning(completion.text).strip()
         except JSONAnswerError as exc:

@@ -10,14 +10,32 @@ Rules every backend keeps (DESIGN.md, "Storage contract"):
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from reverie.storage.repositories import (
+    ApiKey,
+    ApiKeyRepository,
+    DreamLease,
+    DreamLockState,
+    DreamRepository,
+    DreamRun,
+    Evidence,
+    LedgerStamp,
+    SessionRecord,
+    SessionRepository,
+    TurnCounts,
+    TurnRecord,
+    UsageRepository,
+    UsageRow,
+    UsageSummary,
+    WorkingEntry,
+    WorkingRepository,
+)
 from reverie.types import (
     CategoryCount,
     Change,
@@ -27,6 +45,38 @@ from reverie.types import (
     Scope,
     StoreStats,
 )
+
+__all__ = [
+    "ApiKey",
+    "ApiKeyRepository",
+    "DreamLease",
+    "DreamLockState",
+    "DreamRepository",
+    "DreamRun",
+    "Evidence",
+    "FactFilter",
+    "FactRepository",
+    "LedgerStamp",
+    "MetaRepository",
+    "PurgeRule",
+    "PurgedRecord",
+    "SessionRecord",
+    "SessionRepository",
+    "Store",
+    "StoreOptions",
+    "TextRow",
+    "TextSnapshot",
+    "TurnCounts",
+    "TurnRecord",
+    "UsageRepository",
+    "UsageRow",
+    "UsageSummary",
+    "VectorRepository",
+    "VectorSnapshot",
+    "VersionRepository",
+    "WorkingEntry",
+    "WorkingRepository",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,311 +298,6 @@ class MetaRepository(Protocol):
     def set(self, key: str, value: str) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerStamp:
-    """The change gate's record of one pass for one agent (seed 001's DreamPassLedger)."""
-
-    agent_id: str
-    pass_name: str
-    stamped_at: datetime  # when the pass last completed with usable output
-    fingerprint: str | None = None  # hash of the corpus it last ran on (None: not corpus-gated)
-
-
-@dataclass(frozen=True, slots=True)
-class DreamLease:
-    """The per-agent dream lock as one holder took it: valid while ``now < expires_at``."""
-
-    agent_id: str
-    holder: str  # unique per run
-    acquired_at: datetime
-    expires_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class DreamLockState:
-    """The lock of one agent as stored (no clock is read: the caller compares ``expires_at``)."""
-
-    agent_id: str
-    holder: str | None  # None: no dream running (or its lease expired: see expires_at)
-    expires_at: datetime | None
-    last_dream_at: datetime | None  # the last dream that completed: the time gate reads it
-    abort_requested: bool
-
-
-@dataclass(frozen=True, slots=True)
-class DreamRun:
-    """One dream run: its live status while it runs, its report after (the audit trail)."""
-
-    run_id: str
-    agent_id: str
-    trigger: str  # scheduled | manual | idle
-    started_at: datetime
-    phase: str  # running | completed | failed | aborted
-    finished_at: datetime | None = None
-    current_pass: str | None = None
-    progress: str = ""  # e.g. "3/9 passes"
-    tokens: int = 0
-    cost: float = 0.0
-    report: dict[str, Any] = field(default_factory=dict)  # JSON-able
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """One source a dream merge folded into a target entry."""
-
-    run_id: str
-    target_id: str  # the entry a merge wrote into
-    source_id: str  # one entry that fed it
-    at: datetime
-
-
-class DreamRepository(Protocol):
-    """The dream service's state: the change-gate ledger, the per-agent lock, activity, runs and evidence.
-
-    Every write is atomic across processes; the lock is a lease, so a crashed holder frees it at expiry.
-    """
-
-    # -- the change-gate ledger
-    def ledger(self, agent_id: str) -> dict[str, LedgerStamp]:
-        """Stamps by pass name. A row that cannot be read back (corrupt) is left out, so a damaged ledger
-        means 'run that pass once', never 'skip it forever'."""
-        ...
-
-    def stamp(self, stamp: LedgerStamp) -> None:
-        """Upsert by ``(agent_id, pass_name)``."""
-        ...
-
-    def clear_ledger(self, agent_id: str | None = None) -> int:
-        """Remove the stamps of one agent (every agent when None); returns the rows removed."""
-        ...
-
-    # -- the per-agent dream lock (a lease, so a crashed holder frees it after expiry); works across processes
-    def acquire(self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float) -> DreamLease | None:
-        """Take the agent's dream lock, atomically: None when another holder's lease has not expired at now.
-        Taking it clears abort_requested. An expired lease of another holder is taken over."""
-        ...
-
-    def renew(self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float) -> bool:
-        """Extend our lease; False when we no longer hold it (expired and taken over, or released)."""
-        ...
-
-    def release(self, agent_id: str, holder: str, *, completed_at: datetime | None) -> None:
-        """Give the lock back. completed_at set: last_dream_at becomes it (the time gate advances); None (failed or
-        aborted): last_dream_at is left as it was, so the time gate reopens. No-op when holder does not hold it."""
-        ...
-
-    def lock_state(self, agent_id: str) -> DreamLockState:
-        """The stored lock; for an agent never locked: all None / False."""
-        ...
-
-    def request_abort(self, agent_id: str) -> bool:
-        """Ask the running dream of the agent to stop at its next step; True when one holds the lock (lease not
-        checked against a clock here: the caller compares expires_at)."""
-        ...
-
-    # -- activity (LibreFang's min_sessions gate, ai-memory's idle trigger)
-    def note_activity(self, agent_id: str, session_key: str, at: datetime) -> None:
-        """Upsert (agent_id, session_key) -> last_at = max(existing, at). session_key '' = no session."""
-        ...
-
-    def activity_since(self, agent_id: str, since: datetime | None) -> tuple[int, datetime | None]:
-        """(distinct non-empty session keys active after `since` (all when None), the latest activity time of any
-        key of the agent, or None)."""
-        ...
-
-    def last_activity(self) -> datetime | None:
-        """The latest activity of any agent (the idle trigger), or None."""
-        ...
-
-    # -- runs (status + audit trail)
-    def save_run(self, run: DreamRun) -> None:
-        """Upsert by ``run_id``."""
-        ...
-
-    def get_run(self, run_id: str) -> DreamRun | None: ...
-
-    def runs(self, agent_id: str | None = None, *, limit: int = 20) -> list[DreamRun]:
-        """The newest ``limit`` runs (of one agent, or all), newest started first."""
-        ...
-
-    def prune_runs(self, before: datetime) -> int:
-        """Delete finished runs that finished before ``before``; returns how many. Running ones stay."""
-        ...
-
-    # -- evidence of merges
-    def add_evidence(self, rows: list[Evidence]) -> None:
-        """Record merge sources; a row already recorded (same run, target, source) is kept once."""
-        ...
-
-    def evidence(self, target_id: str) -> list[Evidence]:
-        """The sources recorded for ``target_id``, oldest first."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRecord:
-    """One conversation session of one agent (seed 000 conversation memory, seed 004 sessions).
-
-    ``started_at`` is when the live conversation began: a fresh start (the first turn, or the first after the
-    session expired) moves it. ``summary`` and ``compacted_through`` are session compaction's: the summary
-    covers the live turns with ``index <= compacted_through``. ``deleted_at`` set: hidden, awaiting the purge.
-    """
-
-    agent_id: str
-    session_id: str
-    created_at: datetime
-    last_active_at: datetime
-    started_at: datetime
-    name: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)  # JSON-able
-    summary: str | None = None
-    compacted_through: int = 0
-    deleted_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TurnRecord:
-    """One turn of a live conversation. ``index`` is its 1-based position in the live conversation; the
-    indexes of a session's stored turns are always contiguous (appends take the next one, and only the
-    oldest are ever dropped). ``archived``: evicted past the retained turns, kept for out-of-window recall."""
-
-    agent_id: str
-    session_id: str
-    index: int
-    role: str  # user | assistant | system | tool
-    content: str
-    at: datetime
-    name: str | None = None
-    tool_call_id: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None  # JSON-able
-    archived: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class TurnCounts:
-    """How many turns a session stores, and the index range they span (0 and 0 when none)."""
-
-    retained: int = 0
-    archived: int = 0
-    first_index: int = 0
-    last_index: int = 0
-
-
-class SessionRepository(Protocol):
-    """Conversation sessions and their turns, per agent. Every query is scoped by ``(agent_id, session_id)``;
-    the only hard deletes are the conversation's own rules (a fresh start, the archive cap, ``clear``) and
-    ``purge_deleted``."""
-
-    def create(self, session: SessionRecord) -> None:
-        """Insert a session. Raises ``Conflict`` when ``(agent_id, session_id)`` exists, deleted or not."""
-        ...
-
-    def get(self, agent_id: str, session_id: str) -> SessionRecord | None:
-        """The session, deleted or not; None when unknown."""
-        ...
-
-    def list(self, agent_id: str, *, include_deleted: bool = False) -> list[SessionRecord]:
-        """The agent's sessions, most recently active first (then by id)."""
-        ...
-
-    def update(self, session: SessionRecord) -> None:
-        """Replace the stored session with ``session`` (same agent and id). Raises ``NotFound``."""
-        ...
-
-    def mark_deleted(self, agent_id: str, session_id: str, at: datetime) -> bool:
-        """Set ``deleted_at`` on a session not yet deleted; False when there is none."""
-        ...
-
-    def append_turn(self, turn: TurnRecord) -> None:
-        """Insert a turn. Raises ``Conflict`` when the session already has a turn at ``turn.index``, and
-        ``NotFound`` when the session does not exist."""
-        ...
-
-    def turns(
-        self, agent_id: str, session_id: str, *, archived: bool | None = None, after: int = 0, last: int | None = None
-    ) -> builtins.list[TurnRecord]:  # builtins: ``list`` is a method here
-        """Stored turns in index order: only archived (True) or retained (False) ones, or both (None); only
-        those with ``index > after``; of those, only the ``last`` most recent (None: all)."""
-        ...
-
-    def turn_counts(self, agent_id: str, session_id: str) -> TurnCounts:
-        """Retained and archived counts and the index range of the stored turns."""
-        ...
-
-    def archive_turns_before(self, agent_id: str, session_id: str, index: int) -> int:
-        """Flag the retained turns with ``index`` below ``index`` as archived; returns how many."""
-        ...
-
-    def drop_archived_beyond(self, agent_id: str, session_id: str, keep: int) -> int:
-        """Hard-delete the oldest archived turns beyond the ``keep`` most recent (0: all of them); returns how
-        many (seed 000's MaxArchivedTurnsPerSession)."""
-        ...
-
-    def discard_turns(self, agent_id: str, session_id: str) -> int:
-        """Hard-delete every turn of the session, archive included (a fresh start, a clear); returns how many."""
-        ...
-
-    def purge_deleted(self, before: datetime) -> int:
-        """Hard-delete the sessions deleted at or before ``before``, with their turns; returns the sessions."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class WorkingEntry:
-    """One working-memory entry (seed 000): scratch text under a full path key, live until ``expires_at``.
-
-    ``key`` is the full path (``session/abc123/emails_inbox``); its first two segments are its namespace.
-    Working memory is scratch with a TTL, so expiry is its deletion: nothing here is versioned or archived.
-    """
-
-    agent_id: str
-    key: str
-    value: str
-    stored_at: datetime
-    expires_at: datetime
-    category: str | None = None
-    tags: tuple[str, ...] = ()
-
-
-class WorkingRepository(Protocol):
-    """Working-memory entries, per agent, keyed by ``(agent_id, key)``.
-
-    An entry is live while ``now < expires_at``; every read takes ``now`` and never returns an expired entry.
-    ``prefix`` matches keys by plain string prefix (the caller adds the trailing ``/``). "Most recently
-    stored" orders by ``stored_at``, then by write order, so entries stored at the same instant keep the
-    order they were written in. ``sweep`` is the only bulk delete.
-    """
-
-    def put(self, entry: WorkingEntry) -> None:
-        """Upsert by ``(agent_id, key)``; a rewrite counts as the most recently stored."""
-        ...
-
-    def get(self, agent_id: str, key: str, *, now: datetime) -> WorkingEntry | None:
-        """The live entry, or None when there is none or it has expired."""
-        ...
-
-    def list(self, agent_id: str, prefix: str, *, now: datetime, limit: int) -> list[WorkingEntry]:
-        """Up to ``limit`` live entries whose key starts with ``prefix``, most recently stored first."""
-        ...
-
-    def count(self, agent_id: str, prefix: str, *, now: datetime) -> int:
-        """How many live entries have a key starting with ``prefix``."""
-        ...
-
-    def delete(self, agent_id: str, key: str) -> bool:
-        """Remove the entry (live or expired); False when there was none."""
-        ...
-
-    def oldest(self, agent_id: str, prefix: str, *, now: datetime) -> WorkingEntry | None:
-        """The least recently stored live entry under ``prefix`` (the one the namespace cap evicts)."""
-        ...
-
-    def sweep(self, now: datetime) -> int:
-        """Hard-delete every expired entry of every agent; returns how many."""
-        ...
-
-
 class Store(Protocol):
     """One backend: its repositories, transactions and maintenance."""
 
@@ -579,6 +324,12 @@ class Store(Protocol):
 
     @property
     def sessions(self) -> SessionRepository: ...
+
+    @property
+    def keys(self) -> ApiKeyRepository: ...
+
+    @property
+    def usage(self) -> UsageRepository: ...
 
     def transaction(self) -> AbstractContextManager[None]:
         """Group writes into one atomic unit (replacement before retirement). Repositories used inside

@@ -381,6 +381,34 @@ CREATE INDEX working_entries_expiry ON working_entries (agent_id, expires_at);
 CREATE INDEX working_entries_seq ON working_entries (seq);
 """
 
+# API keys (only the secret's SHA-256 is stored) and the LLM usage log (append-only, one row per call).
+_KEYS_USAGE = """
+CREATE TABLE api_keys (
+    key_id       TEXT PRIMARY KEY,
+    name         TEXT NOT NULL,
+    agent_id     TEXT,
+    scopes       TEXT NOT NULL DEFAULT '[]',
+    key_hash     TEXT NOT NULL UNIQUE,
+    created_at   TEXT NOT NULL,
+    revoked_at   TEXT,
+    last_used_at TEXT
+);
+CREATE TABLE llm_usage (
+    seq               INTEGER PRIMARY KEY,
+    at                TEXT NOT NULL,
+    agent_id          TEXT NOT NULL,
+    provider          TEXT NOT NULL,
+    model             TEXT NOT NULL,
+    purpose           TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cost              REAL NOT NULL,
+    ok                INTEGER NOT NULL
+);
+CREATE INDEX llm_usage_at ON llm_usage (at, seq);
+CREATE INDEX llm_usage_agent_at ON llm_usage (agent_id, at, seq);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -393,6 +421,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0009_dream", _DREAM),
     ("0010_conversation", _CONVERSATION),
     ("0011_working", _WORKING),
+    ("0012_keys_usage", _KEYS_USAGE),
 ]
 
 

@@ -14,7 +14,9 @@ from reverie.storage.sqlite import migrations
 from reverie.storage.sqlite.database import Database
 from reverie.storage.sqlite.dream import SqliteDream
 from reverie.storage.sqlite.facts import SqliteFacts, SqliteVersions
+from reverie.storage.sqlite.keys import SqliteKeys
 from reverie.storage.sqlite.sessions import SqliteSessions
+from reverie.storage.sqlite.usage import SqliteUsage
 from reverie.storage.sqlite.vectors import SqliteMeta, SqliteVectors
 from reverie.storage.sqlite.working import SqliteWorking
 from reverie.types import HealthReport, StoreStats
@@ -40,6 +42,8 @@ class SqliteStore:
         self._dream = SqliteDream(self._db)
         self._sessions = SqliteSessions(self._db)
         self._working = SqliteWorking(self._db)
+        self._keys = SqliteKeys(self._db)
+        self._usage = SqliteUsage(self._db)
         try:
             migrations.apply(self._db, now)
         except BaseException:
@@ -78,6 +82,14 @@ class SqliteStore:
     @property
     def working(self) -> SqliteWorking:
         return self._working
+
+    @property
+    def keys(self) -> SqliteKeys:
+        return self._keys
+
+    @property
+    def usage(self) -> SqliteUsage:
+        return self._usage
 
     def transaction(self) -> AbstractContextManager[None]:
         return self._db.transaction()

@@ -1,0 +1,173 @@
+"""How the HTTP API answers a failure: one JSON shape for every error, and the map from Reverie's errors to
+HTTP statuses.
+
+Invariants:
+- Client input never produces a 5xx: a rejected argument is 422 naming the field, an unknown (or another
+  agent's) id 404, a collision 409, a body over the limit 413. A 5xx means the server or what it depends on
+  failed: 502 the LLM or the external vector backend, 503 a busy store or a failing embedder, 500 anything
+  else, which is logged with its traceback.
+- Error bodies are ASCII JSON (``\\uXXXX`` escapes), so even text a client sent with a lone surrogate in it
+  can be echoed back without failing to encode.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse, Response
+
+from reverie.errors import (
+    Conflict,
+    EmbeddingError,
+    LLMError,
+    NotFound,
+    ReverieError,
+    StoreBusy,
+    ValidationError,
+    VectorBackendError,
+)
+
+log = logging.getLogger("reverie.api")
+
+
+class ErrorDetail(BaseModel):
+    """One problem a request validation found: where (``loc``) and what (``msg``)."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    """Every error the API answers. ``error`` is a short machine-readable kind (``validation``,
+    ``unauthorized``, ``forbidden``, ``not_found``, ``conflict``, ``too_large``, ``llm``, ``busy``, …);
+    ``field`` names the offending input when one is to blame."""
+
+    error: str
+    message: str
+    field: str | None = None
+    details: list[ErrorDetail] = Field(default_factory=list)
+
+
+# The statuses every route may answer besides its success, documented in the OpenAPI schema.
+COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "no API key, or not a live one"},
+    403: {"model": ErrorBody, "description": "the key lacks the scope, or the path names another agent"},
+    413: {"model": ErrorBody, "description": "the request body is over the size limit"},
+    422: {"model": ErrorBody, "description": "a parameter or the body was rejected (``field`` says which)"},
+    500: {"model": ErrorBody, "description": "a server fault (logged)"},
+    502: {"model": ErrorBody, "description": "the LLM or the external vector backend failed"},
+    503: {"model": ErrorBody, "description": "the store is busy or the embedder failed; retry"},
+}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "no such id visible to this agent (another agent's ids alike)"}
+}
+CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": ErrorBody, "description": "the id is taken"}}
+
+
+class Forbidden(Exception):
+    """The caller's key may not do this: a 403."""
+
+
+class AsciiJSONResponse(JSONResponse):
+    """JSON with every non-ASCII character escaped: always encodable, whatever text it echoes."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+def error_response(
+    status: int, kind: str, message: str, *, field: str | None = None, details: list[ErrorDetail] | None = None
+) -> Response:
+    body = ErrorBody(error=kind, message=message, field=field, details=details or [])
+    return AsciiJSONResponse(body.model_dump(mode="json"), status_code=status)
+
+
+# Reverie's errors by HTTP status and kind, most specific first (StoreBusy is a StorageError).
+_STATUSES: tuple[tuple[type[ReverieError], int, str], ...] = (
+    (ValidationError, 422, "validation"),
+    (NotFound, 404, "not_found"),
+    (Conflict, 409, "conflict"),
+    (LLMError, 502, "llm"),
+    (VectorBackendError, 502, "vector_backend"),
+    (StoreBusy, 503, "busy"),
+    (EmbeddingError, 503, "embedding"),
+)
+
+
+def _reverie_error(request: Request, exc: Exception) -> Response:
+    for kind_of, status, kind in _STATUSES:
+        if isinstance(exc, kind_of):
+            field = exc.field if isinstance(exc, ValidationError) else None
+            return error_response(status, kind, str(exc), field=field)
+    # StorageError, ConfigError, ModelMismatch: the server is not in a state to answer.
+    log.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
+    return error_response(500, "server", f"the server could not complete the request: {type(exc).__name__}")
+
+
+def _loc(loc: Any) -> list[str | int]:
+    return [part if isinstance(part, int) else str(part) for part in loc]
+
+
+def _request_validation(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    details = [
+        ErrorDetail(loc=_loc(e.get("loc", ())), msg=str(e.get("msg", "")), type=str(e.get("type", "")))
+        for e in exc.errors()
+    ]
+    first = details[0] if details else None
+    # ("body", "content") -> "content"; ("query", "limit") -> "limit"; a malformed JSON body -> "body".
+    field = None
+    if first is not None:
+        names = [p for p in first.loc[1:] if isinstance(p, str)]
+        field = names[-1] if names else str(first.loc[0]) if first.loc else None
+    message = f"{'.'.join(map(str, first.loc))}: {first.msg}" if first else "the request was rejected"
+    if first is not None and first.type == "json_invalid":
+        message = "the body is not valid JSON"
+    return error_response(422, "validation", message, field=field, details=details)
+
+
+_HTTP_KINDS = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+}
+
+
+def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
+        # FastAPI answers 400 for a body it could not decode (bytes that are not UTF-8): to the client that
+        # is malformed JSON like any other, so the same 422.
+        return error_response(422, "validation", "the body is not valid JSON (UTF-8)", field="body")
+    response = error_response(exc.status_code, _HTTP_KINDS.get(exc.status_code, "http"), str(exc.detail))
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+def _forbidden(request: Request, exc: Exception) -> Response:
+    return error_response(403, "forbidden", str(exc))
+
+
+def _server_fault(request: Request, exc: Exception) -> Response:
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "server", "the server failed to handle the request; the fault was logged")
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers: Reverie's errors, request validation, HTTP errors, and the catch-all."""
+    app.add_exception_handler(ReverieError, _reverie_error)
+    app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Forbidden, _forbidden)
+    app.add_exception_handler(Exception, _server_fault)

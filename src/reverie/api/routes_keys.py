@@ -1,0 +1,65 @@
+"""API keys over HTTP (admin keys only): list, create (the secret is in this one answer), revoke.
+
+Keys are never deleted; a revoked key is refused from the moment it is revoked and stays listed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path
+from pydantic import BaseModel, Field
+
+from reverie.api.auth import Engine, admin_access
+from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
+from reverie.api.schemas import RequestModel
+from reverie.security import public_view
+from reverie.storage.base import ApiKey
+
+router = APIRouter(prefix="/api/keys", tags=["keys"], responses=COMMON_ERRORS, dependencies=[Depends(admin_access)])
+
+
+class KeyOut(BaseModel):
+    key_id: str
+    name: str
+    agent_id: str | None = Field(description="None: an admin key (every agent)")
+    scopes: list[str]
+    admin: bool
+    created_at: datetime
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+class KeyIn(RequestModel):
+    name: str
+    agent_id: str | None = Field(None, description="the one agent the key is for; omit for an admin key")
+    scopes: list[str] = Field(description="memory_read, memory_write; an admin key: admin")
+
+
+class NewKeyOut(BaseModel):
+    key: KeyOut
+    secret: str = Field(description="shown only here: store it now, it cannot be read back")
+
+
+def _key_out(key: ApiKey) -> KeyOut:
+    return KeyOut.model_validate(public_view(key))
+
+
+@router.get("", response_model=list[KeyOut], summary="List API keys")
+def list_keys(rv: Engine) -> list[KeyOut]:
+    """Every key, revoked ones included, oldest first (never a secret or its hash)."""
+    return [_key_out(k) for k in rv.keys.list()]
+
+
+@router.post("", status_code=201, response_model=NewKeyOut, summary="Create an API key")
+def create_key(rv: Engine, body: KeyIn) -> NewKeyOut:
+    """A new key bound to ``agent_id`` with ``scopes``, or an admin key (no agent, scope ``admin``)."""
+    key, secret = rv.keys.create(body.name, agent_id=body.agent_id, scopes=body.scopes)
+    return NewKeyOut(key=_key_out(key), secret=secret)
+
+
+@router.delete("/{key_id}", response_model=KeyOut, responses=NOT_FOUND, summary="Revoke an API key")
+def revoke_key(rv: Engine, key_id: Annotated[str, Path(max_length=200)]) -> KeyOut:
+    """Refuse the key from now on; returns it as stored."""
+    return _key_out(rv.keys.revoke(key_id))

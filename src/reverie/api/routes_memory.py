@@ -1,0 +1,277 @@
+"""Long-term memory over HTTP: ``/api/memory/agents/{agent_id}/…``.
+
+Save, read, edit, delete (= archive), restore, importance, history and version restore, search and browse.
+Every call works in the path agent's scope, narrowed by the optional ``user_id`` and ``session_id`` query
+parameters exactly as ``reverie.Scope`` narrows a library call.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+from pydantic import BaseModel, Field
+
+from reverie.api.attribution import AgentRoute
+from reverie.api.auth import Engine, ReadAgent, WriteAgent
+from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
+from reverie.api.schemas import (
+    EntryOut,
+    Flag,
+    Number,
+    RequestModel,
+    SessionQuery,
+    UserQuery,
+    category_field,
+    entry_out,
+    scope_of,
+)
+from reverie.core.validate import MAX_QUERY_CHARS
+from reverie.recall.hybrid import MODES
+from reverie.types import EntryVersion, SearchResults, Tier
+
+router = APIRouter(
+    prefix="/api/memory/agents/{agent_id}", tags=["memory"], responses=COMMON_ERRORS, route_class=AgentRoute
+)
+EntryId = Annotated[str, Path(description="the entry's id", max_length=200)]
+Limit = Annotated[int | None, Query(ge=1, le=1000, description="at most this many results")]
+Category = Annotated[str | None, Query(description="only this category and those under it, e.g. 'project'")]
+
+
+class SaveIn(RequestModel):
+    content: str = Field(description="the fact, as text")
+    category: str | None = category_field()
+    tags: list[str] | None = None
+    source: str | None = Field(None, description="provenance: 'user', 'tool:<name>' or 'inferred'")
+    importance: Number | None = Field(None, ge=0, le=1)
+    tier: Tier | None = None
+    metadata: dict[str, Any] | None = None
+    pinned: Flag = False
+    dedup: Flag = Field(True, description="fold a fact an entry already states into that entry")
+
+
+class SaveOut(BaseModel):
+    outcome: str = Field(description="created, reinforced or extended")
+    entry: EntryOut
+    notes: list[str]
+
+
+class EditIn(RequestModel):
+    content: str | None = None
+    category: str | None = category_field()
+    tags: list[str] | None = None
+
+
+class ImportanceIn(RequestModel):
+    importance: Number = Field(ge=0, le=1)
+
+
+class VersionOut(BaseModel):
+    entry_id: str
+    version: int
+    change: str
+    recorded_at: datetime
+    content: str
+    category: str
+    tags: list[str]
+    importance: float
+    metadata: dict[str, Any]
+    archived: bool
+
+
+class HitOut(BaseModel):
+    entry: EntryOut
+    score: float
+    matched_by: str = Field(description="bm25, vector, hybrid, substring, recent, pinned or superseded")
+
+
+class SearchOut(BaseModel):
+    mode: str
+    notes: list[str]
+    hits: list[HitOut]
+
+
+class CategoryCountOut(BaseModel):
+    category: str
+    count: int
+
+
+class BrowseOut(BaseModel):
+    entries: list[EntryOut]
+    taxonomy: list[CategoryCountOut]
+    category: str | None
+
+
+def _version_out(v: EntryVersion) -> VersionOut:
+    return VersionOut(
+        entry_id=v.entry_id,
+        version=v.version,
+        change=v.change.value,
+        recorded_at=v.recorded_at,
+        content=v.content,
+        category=v.category,
+        tags=list(v.tags),
+        importance=v.importance,
+        metadata=v.metadata,
+        archived=v.archived,
+    )
+
+
+def _search_out(results: SearchResults) -> SearchOut:
+    hits = [HitOut(entry=entry_out(h.entry), score=h.score, matched_by=h.matched_by) for h in results]
+    return SearchOut(mode=results.mode, notes=list(results.notes), hits=hits)
+
+
+@router.post("/entries", response_model=SaveOut, summary="Save a fact")
+def save_entry(
+    rv: Engine, agent: WriteAgent, body: SaveIn, user_id: UserQuery = None, session_id: SessionQuery = None
+) -> SaveOut:
+    """Save a fact in the agent's memory (scoped to ``user_id`` / ``session_id`` when given). Save-time
+    deduplication may fold it into an entry that already says it: ``outcome`` says which, and ``entry`` is
+    where the fact now lives."""
+    saved = rv.memory.save(
+        body.content,
+        category=body.category,
+        tags=body.tags,
+        source=body.source,
+        importance=body.importance,
+        tier=body.tier,
+        metadata=body.metadata,
+        pinned=body.pinned,
+        scope=scope_of(agent, user_id, session_id),
+        dedup=body.dedup,
+    )
+    return SaveOut(outcome=saved.outcome, entry=entry_out(saved.entry), notes=list(saved.notes))
+
+
+@router.get("/entries", response_model=BrowseOut, summary="Browse: recent entries and the taxonomy")
+def browse_entries(
+    rv: Engine,
+    agent: ReadAgent,
+    category: Category = None,
+    limit: Limit = None,
+    user_id: UserQuery = None,
+    session_id: SessionQuery = None,
+) -> BrowseOut:
+    """The query-less look: the most recently reinforced live entries, then the scope's whole category
+    taxonomy (which ignores the category filter, so an empty result still shows what exists)."""
+    found = rv.memory.browse(category=category, limit=limit, scope=scope_of(agent, user_id, session_id))
+    return BrowseOut(
+        entries=[entry_out(e) for e in found.entries],
+        taxonomy=[CategoryCountOut(category=c.category, count=c.count) for c in found.taxonomy],
+        category=found.category,
+    )
+
+
+@router.get("/search", response_model=SearchOut, summary="Search")
+def search_entries(
+    rv: Engine,
+    agent: ReadAgent,
+    query: Annotated[str, Query(max_length=MAX_QUERY_CHARS, description="plain text; empty browses")] = "",
+    category: Category = None,
+    mode: Annotated[str, Query(description=f"one of {', '.join(MODES)}")] = "auto",
+    limit: Limit = None,
+    pin_first: bool = False,
+    include_superseded: bool = False,
+    include_archived: bool = False,
+    min_similarity: Annotated[float | None, Query(ge=0, le=1)] = None,
+    user_id: UserQuery = None,
+    session_id: SessionQuery = None,
+) -> SearchOut:
+    """Hybrid recall, best first (BM25 without an embedder); ``notes`` say when recall was degraded.
+    ``pin_first`` puts up to ten pinned entries first; ``include_superseded`` appends matching entries that
+    were folded into another."""
+    results = rv.memory.search(
+        query,
+        category=category,
+        limit=limit,
+        include_archived=include_archived,
+        mode=mode,
+        min_similarity=min_similarity,
+        scope=scope_of(agent, user_id, session_id),
+        pin_first=pin_first,
+        include_superseded=include_superseded,
+    )
+    return _search_out(results)
+
+
+@router.get("/entries/{entry_id}", response_model=EntryOut, responses=NOT_FOUND, summary="Read one entry")
+def get_entry(
+    rv: Engine, agent: ReadAgent, entry_id: EntryId, user_id: UserQuery = None, session_id: SessionQuery = None
+) -> EntryOut:
+    """The entry, archived or not."""
+    return entry_out(rv.memory.get(entry_id, scope=scope_of(agent, user_id, session_id)))
+
+
+@router.patch("/entries/{entry_id}", response_model=EntryOut, responses=NOT_FOUND, summary="Edit an entry")
+def edit_entry(
+    rv: Engine,
+    agent: WriteAgent,
+    entry_id: EntryId,
+    body: EditIn,
+    user_id: UserQuery = None,
+    session_id: SessionQuery = None,
+) -> EntryOut:
+    """Rewrite the text, category or tags (fields left out stay); the old text stays in the history."""
+    scope = scope_of(agent, user_id, session_id)
+    changed = rv.memory.edit(entry_id, content=body.content, category=body.category, tags=body.tags, scope=scope)
+    return entry_out(changed)
+
+
+@router.delete("/entries/{entry_id}", response_model=EntryOut, responses=NOT_FOUND, summary="Delete (archive)")
+def delete_entry(
+    rv: Engine, agent: WriteAgent, entry_id: EntryId, user_id: UserQuery = None, session_id: SessionQuery = None
+) -> EntryOut:
+    """Delete **archives**: the entry leaves search and browse, stays readable by id, and can be restored
+    until the purge pass (which never removes a high-value entry). Returns the archived entry."""
+    return entry_out(rv.memory.archive(entry_id, scope=scope_of(agent, user_id, session_id)))
+
+
+@router.post("/entries/{entry_id}/restore", response_model=EntryOut, responses=NOT_FOUND, summary="Restore")
+def restore_entry(
+    rv: Engine, agent: WriteAgent, entry_id: EntryId, user_id: UserQuery = None, session_id: SessionQuery = None
+) -> EntryOut:
+    """Bring an archived entry back into search (a live entry is returned as it is)."""
+    return entry_out(rv.memory.restore(entry_id, scope=scope_of(agent, user_id, session_id)))
+
+
+@router.put("/entries/{entry_id}/importance", response_model=EntryOut, responses=NOT_FOUND, summary="Re-score")
+def set_importance(
+    rv: Engine,
+    agent: WriteAgent,
+    entry_id: EntryId,
+    body: ImportanceIn,
+    user_id: UserQuery = None,
+    session_id: SessionQuery = None,
+) -> EntryOut:
+    """Set the entry's importance (0 to 1); its text and ``updated_at`` are left alone."""
+    scope = scope_of(agent, user_id, session_id)
+    return entry_out(rv.memory.set_importance(entry_id, body.importance, scope=scope))
+
+
+@router.get("/entries/{entry_id}/history", response_model=list[VersionOut], responses=NOT_FOUND, summary="Versions")
+def entry_history(
+    rv: Engine, agent: ReadAgent, entry_id: EntryId, user_id: UserQuery = None, session_id: SessionQuery = None
+) -> list[VersionOut]:
+    """Every version of the entry, oldest first."""
+    return [_version_out(v) for v in rv.memory.history(entry_id, scope=scope_of(agent, user_id, session_id))]
+
+
+@router.post(
+    "/entries/{entry_id}/versions/{version}/restore",
+    response_model=EntryOut,
+    responses=NOT_FOUND,
+    summary="Restore a version",
+)
+def restore_version(
+    rv: Engine,
+    agent: WriteAgent,
+    entry_id: EntryId,
+    version: Annotated[int, Path(ge=1, le=2**31)],
+    user_id: UserQuery = None,
+    session_id: SessionQuery = None,
+) -> EntryOut:
+    """Make version ``version``'s text, category and tags current again (recorded as a new version)."""
+    scope = scope_of(agent, user_id, session_id)
+    return entry_out(rv.memory.restore_version(entry_id, version, scope=scope))

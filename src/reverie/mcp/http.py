@@ -1,0 +1,161 @@
+"""Streamable HTTP: the SDK's ASGI app for the MCP endpoint (``/mcp``) behind API keys, served by uvicorn.
+
+Invariants:
+- ``KeyAuth`` resolves the ``Caller`` of every HTTP request before the SDK sees it, and refuses the request
+  (401) without a live key (``Authorization: Bearer <key>``, or ``X-API-Key`` as the HTTP API accepts).
+  The handlers read the caller from the request, so it is per request, never per session: a revoked key
+  stops working on its next request.
+- The agent is the key's. An admin key (no agent) acts for the agent in ``X-Reverie-Agent``, else the
+  server's default agent; a header naming another agent than a key's own is refused (403), not ignored.
+- A session belongs to the key that opened it: the SDK answers another key's request for it with 404.
+- Without keys (``auth=False``, loopback only, enforced by the CLI) every request is a keyless caller for
+  ``X-Reverie-Agent`` or the default agent.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+import anyio.to_thread
+import uvicorn
+from mcp.server import ServerRequestContext
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from reverie.core import validate
+from reverie.errors import ValidationError
+from reverie.mcp.server import Caller, ToolServer
+from reverie.security import ApiKeys
+from reverie.storage.base import ApiKey
+
+log = logging.getLogger("reverie.mcp")
+
+CALLER_KEY = "reverie.caller"  # the ASGI scope entry KeyAuth sets and http_caller reads
+AGENT_HEADER = "x-reverie-agent"
+MCP_PATH = "/mcp"
+
+
+class KeyAuth:
+    """ASGI middleware: authenticate the bearer key of every HTTP request and put its ``Caller`` in the
+    scope (``CALLER_KEY``); anything else (the lifespan) passes through."""
+
+    def __init__(self, app: ASGIApp, keys: ApiKeys, default_agent: str, *, auth: bool = True) -> None:
+        self._app = app
+        self._keys = keys
+        self._default_agent = default_agent
+        self._auth = auth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        try:
+            named = _agent_header(headers)
+        except ValidationError as exc:
+            await _refuse(400, "invalid_request", str(exc))(scope, receive, send)
+            return
+        if not self._auth:
+            await self._app({**scope, CALLER_KEY: Caller(named or self._default_agent)}, receive, send)
+            return
+        secret = _secret(headers)
+        key = None if secret is None else await anyio.to_thread.run_sync(self._keys.authenticate, secret)
+        if key is None:
+            message = "the API key is not valid" if secret else "an API key is required (Authorization: Bearer <key>)"
+            await _refuse(401, "invalid_token", message)(scope, receive, send)
+            return
+        if key.agent_id is not None and named not in (None, key.agent_id):
+            message = f"this key acts for agent {key.agent_id!r} only, not {named!r}"
+            await _refuse(403, "insufficient_scope", message)(scope, receive, send)
+            return
+        caller = Caller(key.agent_id or named or self._default_agent, key)
+        await self._app({**scope, CALLER_KEY: caller, "user": _user(key)}, receive, send)
+
+
+def http_caller(ctx: ServerRequestContext[Any, Any]) -> Caller:
+    """The ``Caller`` ``KeyAuth`` resolved for the HTTP request that carried this MCP request."""
+    request = ctx.request
+    caller = getattr(request, "scope", {}).get(CALLER_KEY)
+    if not isinstance(caller, Caller):  # only if the app is served without KeyAuth: a wiring bug
+        raise MCPError(INTERNAL_ERROR, "the request reached the MCP server without a caller")
+    return caller
+
+
+def http_app(tools: ToolServer, keys: ApiKeys, default_agent: str, *, auth: bool, host: str) -> ASGIApp:
+    """The ASGI app: ``KeyAuth`` in front of the SDK's streamable HTTP app (endpoint ``/mcp``). ``tools``
+    must have been built with ``http_caller``. On a loopback ``host`` the SDK also checks the Host and
+    Origin headers (DNS rebinding)."""
+    app = tools.server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    return KeyAuth(app, keys, default_agent, auth=auth)
+
+
+def serve_http(app: ASGIApp, host: str, port: int) -> bool:
+    """Serve ``app`` until SIGINT / SIGTERM, then shut down gracefully and return; False when it could not
+    start (the port taken: uvicorn has logged why). Logs go through ``logging``, none to stdout."""
+    config = uvicorn.Config(
+        app, host=host, port=port, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=5
+    )
+    server = uvicorn.Server(config)
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        server.force_exit = server.should_exit and signum == signal.SIGINT  # a second Ctrl-C: do not wait
+        server.should_exit = True
+
+    # Trigger: uvicorn, on the main thread, re-raises the signal that stopped it once it has shut down.
+    # Why: that kills the process before the engine closes. Outcome: uvicorn runs on a thread (where it
+    # leaves signals alone) and the main thread turns SIGINT/SIGTERM into its graceful stop.
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    thread = threading.Thread(target=server.run, name="reverie-mcp-http")
+    try:
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.5)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return server.started
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _agent_header(headers: Headers) -> str | None:
+    value = headers.get(AGENT_HEADER)
+    return None if value is None else validate.identifier(value.strip(), name=AGENT_HEADER)
+
+
+def _secret(headers: Headers) -> str | None:
+    """The key a request carries: ``Authorization: Bearer <key>``, else ``X-API-Key`` (as the HTTP API)."""
+    scheme, _, token = headers.get("authorization", "").strip().partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return headers.get("x-api-key", "").strip() or None
+
+
+def _user(key: ApiKey) -> AuthenticatedUser:
+    # The SDK binds a stateful session to the identity of the user that opened it; the key id is that
+    # identity (the secret itself goes no further than authenticate).
+    return AuthenticatedUser(AccessToken(token=key.key_id, client_id=key.key_id, scopes=list(key.scopes)))
+
+
+def _refuse(status: int, error: str, message: str) -> JSONResponse:
+    log.info("refused an MCP request (%d): %s", status, message)
+    headers = {"WWW-Authenticate": f'Bearer error="{error}"'} if status in (401, 403) else None
+    return JSONResponse({"error": error, "error_description": message}, status_code=status, headers=headers)

@@ -1,0 +1,183 @@
+"""The long-term memory tools (seed 000's memory tools, seed 003's memory_lint): save_memory, search_memory,
+delete_memory, update_memory_importance, memory_lint.
+
+Invariants:
+- Every handler reads in ``ctx.scope``; an id the scope cannot see is reported exactly like an unknown id.
+  save_memory writes in ``ctx.durable_scope`` (agent and user, no session): the fact outlives the session.
+- Arguments reach the service, which validates them all before it writes, so a refused call writes nothing.
+- search_memory keeps the recall family's rules (``tools.family``): an empty search names its sibling and
+  says it is not evidence; a query-less call browses and answers with the category taxonomy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from reverie.core.text import preview
+from reverie.storage.base import FactFilter
+from reverie.tools import family
+from reverie.tools.base import ToolContext, ToolResult, entry_data, entry_line
+from reverie.types import CategoryCount, SearchResults
+
+if TYPE_CHECKING:
+    from reverie.engine import Reverie
+
+QUERY_CHARS = 200  # a query as an answer quotes it
+
+
+def save_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    result = rv.memory.save(
+        args["content"],
+        category=args.get("category"),
+        tags=args.get("tags"),
+        source=args.get("source"),
+        scope=ctx.durable_scope,  # cross-session knowledge: see ToolContext
+    )
+    entry = result.entry
+    said = {
+        "created": f"Saved as a new memory [{entry.id}] ({entry.category}).",
+        "reinforced": (
+            f"Already known: reinforced memory [{entry.id}] ({entry.category}), now seen "
+            f"{entry.reinforcement_count}×; its text is unchanged."
+        ),
+        "extended": f"Extended memory [{entry.id}] ({entry.category}) with the new specifics.",
+    }
+    lines = [said.get(result.outcome, f"{result.outcome}: memory [{entry.id}].")]
+    lines.extend(f"Note: {note}" for note in result.notes)
+    data = {"outcome": result.outcome, "id": entry.id, "entry": entry_data(entry), "notes": list(result.notes)}
+    return ToolResult("\n".join(lines), data)
+
+
+def search_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    query = args.get("query")
+    category = args.get("category")
+    if query is None or (isinstance(query, str) and not query.strip()):
+        return _browse(rv, category, ctx)
+    results = rv.memory.search(query, category=category, mode=args.get("mode", "auto"), scope=ctx.scope)
+    return render_results(rv, results, query=query, category=category, ctx=ctx, name=family.SEARCH_MEMORY)
+
+
+def render_results(
+    rv: Reverie, results: SearchResults, *, query: str, category: str | None, ctx: ToolContext, name: str
+) -> ToolResult:
+    """Search hits as lines (or the family's empty result, with the taxonomy when a category filter
+    missed), and as data. ``name``: the tool that searched, never suggested again when it found nothing."""
+    quoted = repr(preview(query, QUERY_CHARS))
+    data: dict[str, Any] = {
+        "query": query,
+        "mode": results.mode,
+        "notes": list(results.notes),
+        "results": [hit_data(hit.entry, hit.score, hit.matched_by) for hit in results],
+    }
+    if not results:
+        what = quoted + (f" under category {category}" if category else "")
+        lines = [family.empty_result(name, what)]
+        if category:
+            taxonomy = rv.memory.browse(limit=1, scope=ctx.scope).taxonomy
+            lines.append(_taxonomy_text(taxonomy))
+            data["taxonomy"] = _taxonomy_data(taxonomy)
+    else:
+        now = rv.clock.now()
+        lines = [f"{_count(len(results), 'memory', 'memories')} for {quoted}, best first:"]
+        lines.extend(entry_line(hit.entry, now, label=_label(hit.matched_by)) for hit in results)
+    lines.extend(f"Note: {note}" for note in results.notes)
+    return ToolResult("\n".join(lines), data)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def hit_data(entry: Any, score: float, matched_by: str) -> dict[str, Any]:
+    return {**entry_data(entry), "score": round(score, 6), "matched_by": matched_by}
+
+
+def _label(matched_by: str) -> str | None:
+    return matched_by if matched_by in ("pinned", "superseded") else None
+
+
+def _browse(rv: Reverie, category: str | None, ctx: ToolContext) -> ToolResult:
+    """Seed 000's query-less search_memory: the most recently reinforced entries, then the whole taxonomy
+    (shown even when the category filter matched nothing, so it shows which categories exist)."""
+    found = rv.memory.browse(category=category, scope=ctx.scope)
+    now = rv.clock.now()
+    where = f" under {found.category}" if found.category else ""
+    if found.entries:
+        lines = [f"Most recently reinforced memories{where}:"]
+        lines.extend(entry_line(entry, now) for entry in found.entries)
+    elif found.taxonomy:
+        lines = [f"No memories{where}."]
+    else:
+        lines = ["No long-term memories are stored in this scope yet."]
+    if found.taxonomy:
+        lines.append(_taxonomy_text(found.taxonomy))
+    data = {
+        "mode": "browse",
+        "category": found.category,
+        "entries": [entry_data(entry) for entry in found.entries],
+        "taxonomy": _taxonomy_data(found.taxonomy),
+    }
+    return ToolResult("\n".join(lines), data)
+
+
+def _taxonomy_text(taxonomy: tuple[CategoryCount, ...]) -> str:
+    if not taxonomy:
+        return "Category taxonomy: (no categories yet)"
+    return "Category taxonomy (live memories per category):\n" + "\n".join(
+        f"- {c.category} ({c.count})" for c in taxonomy
+    )
+
+
+def _taxonomy_data(taxonomy: tuple[CategoryCount, ...]) -> list[dict[str, Any]]:
+    return [{"category": c.category, "count": c.count} for c in taxonomy]
+
+
+def delete_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    entry = rv.memory.archive(args["id"], scope=ctx.scope)
+    days = rv.memory.config.archive_retention_days
+    text = (
+        f"Archived memory [{entry.id}]: it no longer appears in search, but it is not destroyed — it can be "
+        f"restored until the archive purge, {days:g} days after archiving."
+    )
+    return ToolResult(text, {"id": entry.id, "archived": True, "restorable": True, "purge_after_days": days})
+
+
+def update_memory_importance(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    entry = rv.memory.set_importance(args["id"], args["importance"], scope=ctx.scope)
+    text = f"Importance of memory [{entry.id}] set to {entry.importance:.2f}; its text is unchanged."
+    return ToolResult(text, {"id": entry.id, "importance": entry.importance})
+
+
+def memory_lint(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """memory_lint's findings with the text of both entries (read without counting as a read)."""
+    report = rv.lint.run(ctx.scope)
+    ids = list(dict.fromkeys(i for f in report.findings for i in (f.newer_id, f.older_id)))
+    flt = FactFilter(scope=ctx.scope, now=rv.clock.now())
+    texts = {e.id: e.content for e in rv.store.facts.get_many(ids, flt)} if ids else {}
+    findings: list[dict[str, Any]] = []
+    lines = [f"{len(report.findings)} pair(s) about the same topic that disagree on a detail (newer first):"]
+    for f in report.findings:
+        newer, older = texts.get(f.newer_id, ""), texts.get(f.older_id, "")
+        findings.append(
+            {
+                "newer_id": f.newer_id,
+                "older_id": f.older_id,
+                "newer": newer,
+                "older": older,
+                "category": f.category,
+                "similarity": f.similarity,
+                "measure": f.measure,
+                "newer_specifics": list(f.newer_specifics),
+                "older_specifics": list(f.older_specifics),
+            }
+        )
+        lines.append(
+            f"- [{f.newer_id}] says {', '.join(f.newer_specifics)}: {preview(newer, 300)}\n"
+            f"  [{f.older_id}] (older) says {', '.join(f.older_specifics)}: {preview(older, 300)}"
+        )
+    if not findings:
+        lines = [f"No contradicting pairs among the {report.examined} memories examined."]
+    if report.truncated:
+        lines.append(f"Note: only the {report.examined} most recently reinforced memories were examined.")
+    data = {"findings": findings, "examined": report.examined, "truncated": report.truncated}
+    return ToolResult("\n".join(lines), data)

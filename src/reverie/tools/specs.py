@@ -1,0 +1,197 @@
+"""Every agent tool's name, description, argument schema and capability scope: defined once here, served by
+every interface (the HTTP API, the MCP server) through ``ToolRegistry``.
+
+Invariants (tested):
+- Every schema is a valid JSON Schema (Draft 2020-12) of an object with ``additionalProperties: false``.
+- The recall family's descriptions come from ``tools.family`` (headline first, siblings named).
+- ``memory_semantic_consolidate`` is listed here but served only to agents whose own settings allow it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from reverie.recall.hybrid import MODES
+from reverie.tools import family
+from reverie.tools.base import MEMORY_READ, MEMORY_WRITE, ToolSpec
+
+SAVE_MEMORY: Final = "save_memory"
+SEARCH_MEMORY: Final = family.SEARCH_MEMORY
+DELETE_MEMORY: Final = "delete_memory"
+UPDATE_MEMORY_IMPORTANCE: Final = "update_memory_importance"
+SAVE_TO_WORKING_MEMORY: Final = "save_to_working_memory"
+GET_FROM_WORKING_MEMORY: Final = "get_from_working_memory"
+SEARCH_WORKING_MEMORY: Final = family.SEARCH_WORKING_MEMORY
+MEMORY_EXPLORE: Final = "memory_explore"
+MEMORY_LINT: Final = "memory_lint"
+MEMORY_QUERY: Final = "memory_query"
+MEMORY_SEMANTIC_DUPLICATES: Final = "memory_semantic_duplicates"
+MEMORY_SEMANTIC_CONSOLIDATE: Final = "memory_semantic_consolidate"
+MAX_EXPLORE_DEPTH: Final = 3
+MAX_RELATED_HOPS: Final = 3
+
+_STRING: dict[str, Any] = {"type": "string"}
+_TAGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "description": "labels for filtering"}
+_ID: dict[str, Any] = {"type": "string", "minLength": 1, "description": "a memory id, as results show it"}
+
+
+def _object(properties: dict[str, dict[str, Any]], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def _described(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {**schema, "description": description}
+
+
+SPECS: Final[tuple[ToolSpec, ...]] = (
+    ToolSpec(
+        SAVE_MEMORY,
+        "Save a durable fact to long-term memory, to know it in later sessions. One specific, self-contained "
+        "fact per call. A restatement of a stored fact reinforces it, new specifics extend it; the result says "
+        "which (created, reinforced or extended) and gives the id.",
+        _object(
+            {
+                "content": _described({"type": "string", "minLength": 1}, "the fact, in a full sentence"),
+                "category": _described(_STRING, "a path such as user-preferences/timezone (default: general)"),
+                "tags": _TAGS,
+                "source": _described(
+                    _STRING,
+                    "provenance: user (the user said or confirmed it), tool:<name> (read from that tool's "
+                    "result) or inferred (your own conclusion)",
+                ),
+            },
+            ("content",),
+        ),
+        MEMORY_WRITE,
+    ),
+    ToolSpec(
+        SEARCH_MEMORY,
+        family.describe(
+            SEARCH_MEMORY,
+            "Hybrid search (keywords + meaning) over long-term memory, optionally under a category prefix. "
+            "Omit query to browse: the most recently reinforced entries and the full category taxonomy, i.e. "
+            "how knowledge is organised here.",
+        ),
+        _object(
+            {
+                "query": _described(_STRING, "what to recall; omit to browse"),
+                "category": _described(_STRING, "only entries under this category prefix"),
+                "mode": _described({"type": "string", "enum": list(MODES)}, "auto (default), bm25, vector, hybrid"),
+            }
+        ),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        DELETE_MEMORY,
+        "Delete a long-term memory by id. It is archived, not destroyed: it leaves search and can be restored "
+        "until the archive purge.",
+        _object({"id": _ID}, ("id",)),
+        MEMORY_WRITE,
+    ),
+    ToolSpec(
+        UPDATE_MEMORY_IMPORTANCE,
+        "Re-score how important a long-term memory is, from 0 (trivial) to 1 (essential). Its text is unchanged.",
+        _object(
+            {"id": _ID, "importance": {"type": "number", "minimum": 0, "maximum": 1}},
+            ("id", "importance"),
+        ),
+        MEMORY_WRITE,
+    ),
+    ToolSpec(
+        SAVE_TO_WORKING_MEMORY,
+        "Store scratch data in your own working-memory namespace for a while (default 5 minutes): a large "
+        "tool result, partial results, a hand-off. It expires; for a durable fact use save_memory.",
+        _object(
+            {
+                "key": _described(
+                    {"type": "string", "minLength": 1}, "a plain key (it lives under your own namespace)"
+                ),
+                "data": _described(_STRING, "the text to store"),
+                "ttl_minutes": _described({"type": "number", "exclusiveMinimum": 0}, "how long to keep it"),
+                "category": _STRING,
+                "tags": _TAGS,
+            },
+            ("key", "data"),
+        ),
+        MEMORY_WRITE,
+    ),
+    ToolSpec(
+        GET_FROM_WORKING_MEMORY,
+        "Read one working-memory entry by key: a plain key (your own namespace) or a full path key from any "
+        "namespace (subagent/t1/results, patrol/heartbeat/alerts, stash/abc123/call_1).",
+        _object({"key": {"type": "string", "minLength": 1}}, ("key",)),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        SEARCH_WORKING_MEMORY,
+        family.describe(
+            SEARCH_WORKING_MEMORY,
+            "Search working memory by text, with a preview of each match, or omit query to list the keys (most "
+            "recently stored first). namespace reads across namespaces: any prefix (patrol, subagent/t1); the "
+            "bare word stash is this run's tool-result stash (results elided from the conversation).",
+        ),
+        _object(
+            {
+                "query": _described(_STRING, "what to find; omit to list"),
+                "category": _STRING,
+                "tags": _TAGS,
+                "namespace": _described(_STRING, "a namespace prefix, or stash (default: your own namespace)"),
+            }
+        ),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        MEMORY_EXPLORE,
+        "Walk from a long-term memory to related ones, up to depth hops: what it was merged from or into, its "
+        "neighbours in a sequence (the turns of a thread, the chunks of a document), and the entries recall "
+        "finds for its text. Each related entry says how it is related.",
+        _object(
+            {"id": _ID, "depth": {"type": "integer", "minimum": 1, "maximum": MAX_EXPLORE_DEPTH, "default": 1}},
+            ("id",),
+        ),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        MEMORY_LINT,
+        "Find pairs of long-term memories that contradict each other: the same topic with a detail replaced "
+        "(a date, a name, a number). Says which one is newer. Changes nothing.",
+        _object({}),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        MEMORY_QUERY,
+        "Search long-term memory with options: pin_first (pinned entries first), include_superseded (replaced "
+        "older versions too, labelled), include_related (0-3 hops of related entries per result), and answer "
+        "(a short answer written by the LLM from the results, with the ids it came from: open them to check).",
+        _object(
+            {
+                "query": {"type": "string"},
+                "answer": {"type": "boolean", "default": False},
+                "pin_first": {"type": "boolean", "default": False},
+                "include_superseded": {"type": "boolean", "default": False},
+                "include_related": {"type": "integer", "minimum": 0, "maximum": MAX_RELATED_HOPS, "default": 0},
+            },
+            ("query",),
+        ),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        MEMORY_SEMANTIC_DUPLICATES,
+        "Report the groups of near-duplicate long-term memories, and for each member whether the group's "
+        f"newest entry carries all its specifics (what {MEMORY_SEMANTIC_CONSOLIDATE} would archive). "
+        "Changes nothing.",
+        _object({}),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        MEMORY_SEMANTIC_CONSOLIDATE,
+        "Consolidate near-duplicate long-term memories across your whole store: in each group, archive every "
+        "member whose specifics the newest entry already carries (superseded by it, restorable until the "
+        "archive purge); members with a specific of their own are kept. Enabled per agent.",
+        _object({}),
+        MEMORY_WRITE,
+    ),
+)
