@@ -24,6 +24,7 @@ from reverie.api.errors import Forbidden, error_response
 from reverie.engine import Reverie
 from reverie.errors import StoreBusy, ValidationError
 from reverie.security import ADMIN
+from reverie.serving import is_loopback
 from reverie.storage.base import ApiKey
 
 READ = "memory_read"
@@ -43,14 +44,6 @@ def secret_of(headers: list[tuple[bytes, bytes]]) -> str | None:
         return authorization[len(_BEARER) :].strip() or None
     api_key = found.get(b"x-api-key", b"").decode("latin-1").strip()
     return api_key or None
-
-
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is 127.0.0.1, ::1 or localhost."""
-    return host.strip().strip("[]").lower() in LOOPBACK_NAMES
 
 
 def _hostname(authority: str) -> str:

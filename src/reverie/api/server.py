@@ -7,45 +7,24 @@
 
 from __future__ import annotations
 
-import signal
 import socket
 import threading
 import time
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Self
 
 import uvicorn
 from fastapi import FastAPI
 
+from reverie.serving import serve_until_signalled
+
 START_TIMEOUT = 10.0
-GRACE_SECONDS = 5
 
 
 def serve(app: FastAPI, *, host: str, port: int, log_level: str = "info") -> bool:
-    """Serve until SIGINT or SIGTERM, then finish the requests in flight (at most ``GRACE_SECONDS``) and
-    return; False when the server could not start (the port taken: uvicorn has logged why)."""
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS
-    )
-    server = uvicorn.Server(config)
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        server.force_exit = server.should_exit and signum == signal.SIGINT  # a second Ctrl-C: do not wait
-        server.should_exit = True
-
-    # Trigger: uvicorn on the main thread re-raises the signal that stopped it once it has shut down.
-    # Why: that would kill the process before the engine closes. Outcome: uvicorn runs on a thread (where
-    # it leaves signals alone) and the main thread turns SIGINT and SIGTERM into its graceful stop.
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    thread = threading.Thread(target=server.run, name="reverie-api")
-    try:
-        thread.start()
-        while thread.is_alive():
-            thread.join(0.5)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return server.started
+    """Serve until SIGINT or SIGTERM, then finish the requests in flight and return; False when the server
+    could not start (the port taken: uvicorn has logged why)."""
+    return serve_until_signalled(app, host=host, port=port, thread_name="reverie-api", log_level=log_level)
 
 
 class ApiServer:

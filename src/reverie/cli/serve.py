@@ -33,8 +33,8 @@ def serve(
     and its secret printed once."""
     # Imported here: the web stack is only needed by this command.
     from reverie.api import create_app
-    from reverie.api.auth import is_loopback
     from reverie.api.server import serve as run_server
+    from reverie.serving import is_loopback
 
     if no_auth and not is_loopback(host):
         fail(

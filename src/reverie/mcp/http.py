@@ -14,15 +14,10 @@ Invariants:
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-import signal
-import threading
-from types import FrameType
 from typing import Any
 
 import anyio.to_thread
-import uvicorn
 from mcp.server import ServerRequestContext
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -36,6 +31,7 @@ from reverie.core import validate
 from reverie.errors import ValidationError
 from reverie.mcp.server import Caller, ToolServer
 from reverie.security import ApiKeys
+from reverie.serving import serve_until_signalled
 from reverie.storage.base import ApiKey
 
 log = logging.getLogger("reverie.mcp")
@@ -102,38 +98,9 @@ def http_app(tools: ToolServer, keys: ApiKeys, default_agent: str, *, auth: bool
 def serve_http(app: ASGIApp, host: str, port: int) -> bool:
     """Serve ``app`` until SIGINT / SIGTERM, then shut down gracefully and return; False when it could not
     start (the port taken: uvicorn has logged why). Logs go through ``logging``, none to stdout."""
-    config = uvicorn.Config(
-        app, host=host, port=port, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=5
+    return serve_until_signalled(
+        app, host=host, port=port, thread_name="reverie-mcp-http", log_config=None, access_log=False
     )
-    server = uvicorn.Server(config)
-
-    def _stop(signum: int, frame: FrameType | None) -> None:
-        server.force_exit = server.should_exit and signum == signal.SIGINT  # a second Ctrl-C: do not wait
-        server.should_exit = True
-
-    # Trigger: uvicorn, on the main thread, re-raises the signal that stopped it once it has shut down.
-    # Why: that kills the process before the engine closes. Outcome: uvicorn runs on a thread (where it
-    # leaves signals alone) and the main thread turns SIGINT/SIGTERM into its graceful stop.
-    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    thread = threading.Thread(target=server.run, name="reverie-mcp-http")
-    try:
-        thread.start()
-        while thread.is_alive():
-            thread.join(0.5)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return server.started
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _agent_header(headers: Headers) -> str | None:
