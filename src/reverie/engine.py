@@ -4,6 +4,7 @@ interfaces) that reads Settings or the environment."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -209,7 +210,10 @@ class Reverie:
         capabilities = {
             c for c, present in ((Capability.LLM, self.llm), (Capability.EMBEDDER, self.embedder)) if present
         }
-        jobs = [self.conversation.purge_job]  # deleted sessions go after the retention
+        jobs: list[Callable[[datetime], object]] = [
+            self.conversation.purge_job,  # deleted sessions go after the retention
+            lambda _now: self.working.maybe_sweep(),  # expired working memory, hourly
+        ]
         if self.settings.audit.enabled:
             jobs.append(self.audit.job)
         return DreamService(

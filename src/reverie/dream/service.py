@@ -155,7 +155,7 @@ class DreamService(BackgroundService):
         capabilities: frozenset[Capability],
         vocabulary: Callable[[], Vocabulary],
         embedding_model: str | None,
-        jobs: Sequence[Callable[[datetime], None]] = (),
+        jobs: Sequence[Callable[[datetime], object]] = (),
     ) -> None:
         """``jobs``: other scheduled work the serve loop drives (the memory audit), each called with now on
         every loop turn and deciding for itself whether it is due."""
