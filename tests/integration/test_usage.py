@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import sqlite3
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -16,7 +17,7 @@ import pytest
 import reverie
 from reverie import Scope
 from reverie.clock import FakeClock
-from reverie.errors import LLMError, StorageError, ValidationError
+from reverie.errors import LLMError, ValidationError
 from reverie.llm.base import Message
 from reverie.llm.usage import agent_context, current_agent
 from reverie.testing.openai_server import ChatReply, ScriptedOpenAIServer
@@ -127,17 +128,29 @@ def test_csv_reports_parse(rv: reverie.Reverie, server: ScriptedOpenAIServer) ->
 
 
 def test_a_store_that_refuses_the_row_does_not_fail_the_call(
-    rv: reverie.Reverie, server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, clock: FakeClock, server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def refuse(row: object) -> None:
-        raise StorageError("disk full")
-
-    monkeypatch.setattr(rv.store.usage, "add", refuse)
-    server.script_chat(["fine"])
-    with caplog.at_level(logging.WARNING, logger="reverie"):
-        ask(rv, "hello")
-    assert "could not record LLM usage" in caplog.text
-    assert rv.llm is not None and rv.llm.ledger.totals().calls == 1
+    # A real refusal: another connection holds the write lock longer than this engine will wait.
+    with reverie.open(
+        tmp_path / "busy",
+        clock=clock,
+        embedding={"provider": "none"},
+        memory={"expansion_enabled": False},
+        store={"busy_timeout_ms": 50, "lock_wait_seconds": 0.3},
+        llm={"provider": "openai", "endpoint": server.url, "model": "m", "max_retries": 0, **PRICES},
+    ) as busy:
+        holder = sqlite3.connect(tmp_path / "busy" / "reverie.db", isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            server.script_chat(["fine"])
+            with caplog.at_level(logging.WARNING, logger="reverie"):
+                ask(busy, "hello")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert "could not record LLM usage" in caplog.text
+        assert busy.llm is not None and busy.llm.ledger.totals().calls == 1
+        assert busy.usage() == []  # the row was refused, and nothing else was written
 
 
 def test_usage_validates_its_arguments(rv: reverie.Reverie, clock: FakeClock) -> None:

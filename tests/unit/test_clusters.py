@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
-from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reverie.core import clusters
-from reverie.core.clusters import Cluster, Item, duplicate_pairs, near_duplicate_clusters, similarity
+from reverie.core.clusters import Blocks, Cluster, Item, duplicate_pairs, near_duplicate_clusters, similarity
 from reverie.core.dedupe import content_tokens
 
 # -- brute-force reference ---------------------------------------------------------------------------
@@ -80,9 +78,8 @@ def _corpora(draw: st.DrawFn, vectors: st.SearchStrategy[list[Any] | None] = _VE
     ]
 
 
-def _tiny_chunks() -> Any:
-    """Blocks of 2 seeds by 3 rows, and every block crowded, so chunking and pruning paths all run."""
-    return mock.patch.multiple(clusters, _ROW_CHUNK=3, _SEED_CHUNK=2, _CROWD=0)
+# Blocks of 2 seeds by 3 rows, and every block crowded, so chunking and pruning paths all run.
+TINY = Blocks(rows=3, seeds=2, crowd=0)
 
 
 # -- equivalence with brute force --------------------------------------------------------------------
@@ -94,8 +91,7 @@ def test_clusters_equal_brute_force(items: list[Item], data: st.DataObject, thre
     seeds = data.draw(st.sets(st.sampled_from([item.id for item in items])))
     expected = _brute(items, seeds, threshold, max_size)
     assert near_duplicate_clusters(items, seeds, threshold=threshold, max_size=max_size) == expected
-    with _tiny_chunks():
-        assert near_duplicate_clusters(items, seeds, threshold=threshold, max_size=max_size) == expected
+    assert near_duplicate_clusters(items, seeds, threshold=threshold, max_size=max_size, blocks=TINY) == expected
 
 
 @settings(max_examples=100, deadline=None)
@@ -114,8 +110,7 @@ def test_token_only_clusters_equal_brute_force(
 def test_duplicate_pairs_equal_brute_force(items: list[Item], threshold: float) -> None:
     expected = _brute_duplicates(items, threshold)
     assert duplicate_pairs(items, threshold=threshold) == expected
-    with _tiny_chunks():
-        assert duplicate_pairs(items, threshold=threshold) == expected
+    assert duplicate_pairs(items, threshold=threshold, blocks=TINY) == expected
 
 
 def test_random_embeddings_equal_brute_force() -> None:
@@ -130,8 +125,7 @@ def test_random_embeddings_equal_brute_force() -> None:
         expected = _brute(items, seeds, threshold, 3)
         assert expected  # the fixture has clusters to find
         assert near_duplicate_clusters(items, seeds, threshold=threshold) == expected
-        with _tiny_chunks():
-            assert near_duplicate_clusters(items, seeds, threshold=threshold) == expected
+        assert near_duplicate_clusters(items, seeds, threshold=threshold, blocks=TINY) == expected
 
 
 def test_random_token_sets_equal_brute_force() -> None:
@@ -310,5 +304,4 @@ def test_exact_ties_are_broken_by_id_whatever_float32_says() -> None:
     expected = _brute(items, {"s"}, 0.9, 2)
     assert expected[0].ids == ("s", "p00")
     assert near_duplicate_clusters(items, ["s"], threshold=0.9, max_size=2) == expected
-    with _tiny_chunks():
-        assert near_duplicate_clusters(items, ["s"], threshold=0.9, max_size=2) == expected
+    assert near_duplicate_clusters(items, ["s"], threshold=0.9, max_size=2, blocks=TINY) == expected

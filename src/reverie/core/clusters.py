@@ -33,9 +33,6 @@ import numpy.typing as npt
 COSINE = "cosine"
 JACCARD = "jaccard"
 
-_ROW_CHUNK = 8192  # items per matrix product block
-_SEED_CHUNK = 1024  # seeds per matrix product block
-_CROWD = 16  # candidates per seed in a block beyond which the block keeps only each seed's best
 _SAMPLE = 4096  # pool items whose tokens are counted to rank a seed's tokens by rarity
 _TOLERANCE = 1e-9  # float slack of the (conservative) size and prefix bounds; verification is exact
 _EXTREME = (1e-30, 1e30)  # vector norms float32 cannot divide by accurately
@@ -69,8 +66,27 @@ class Cluster:
 _Hit = tuple[float, str, str, int]
 
 
+@dataclass(frozen=True, slots=True)
+class Blocks:
+    """How the cosine search cuts its matrix work. Results never depend on it (tests use tiny blocks so
+    every chunking and pruning path runs): ``rows`` items and ``seeds`` seeds per product block, and
+    ``crowd``, the candidates per seed in a block beyond which the block keeps only each seed's best."""
+
+    rows: int = 8192
+    seeds: int = 1024
+    crowd: int = 16
+
+
+DEFAULT_BLOCKS = Blocks()
+
+
 def near_duplicate_clusters(
-    items: Sequence[Item], seeds: Collection[str], *, threshold: float = 0.88, max_size: int = 3
+    items: Sequence[Item],
+    seeds: Collection[str],
+    *,
+    threshold: float = 0.88,
+    max_size: int = 3,
+    blocks: Blocks = DEFAULT_BLOCKS,
 ) -> list[Cluster]:
     """The near-duplicate clusters around ``seeds`` (ids of ``items``; unknown ids are ignored), in the
     order of their seeds in ``items``. Every cluster holds a seed, 2 to ``max_size`` ids, all of one group.
@@ -85,7 +101,7 @@ def near_duplicate_clusters(
     seed_rows = [i for i, id_ in enumerate(ids) if id_ in wanted]
     if not seed_rows:
         return []
-    found = _neighbours(items, seed_rows, threshold, max_size - 1)
+    found = _neighbours(items, seed_rows, threshold, max_size - 1, blocks)
     candidates = []
     for s in seed_rows:
         hits = found.get(s)
@@ -95,7 +111,7 @@ def near_duplicate_clusters(
     return _merge(candidates, max_size)
 
 
-def duplicate_pairs(items: Sequence[Item], *, threshold: float = 0.88) -> int:
+def duplicate_pairs(items: Sequence[Item], *, threshold: float = 0.88, blocks: Blocks = DEFAULT_BLOCKS) -> int:
     """How many items have at least one near-duplicate (similarity >= threshold) in their group: the
     numerator of an audit's duplicate rate. Every item is a seed, so this scans all pairs' candidates:
     token sets stay sub-quadratic through the prefix filter, vectors cost a full n x n product in blocks
@@ -107,7 +123,7 @@ def duplicate_pairs(items: Sequence[Item], *, threshold: float = 0.88) -> int:
     if len(items) < 2:
         return 0
     _unique_ids(items)
-    return len(_neighbours(items, list(range(len(items))), threshold, 1))
+    return len(_neighbours(items, list(range(len(items))), threshold, 1, blocks))
 
 
 def similarity(a: Item, b: Item) -> tuple[float, str]:
@@ -169,7 +185,9 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 # -- search ------------------------------------------------------------------------------------------
 
 
-def _neighbours(items: Sequence[Item], seeds: list[int], threshold: float, limit: int) -> dict[int, list[_Hit]]:
+def _neighbours(
+    items: Sequence[Item], seeds: list[int], threshold: float, limit: int, blocks: Blocks
+) -> dict[int, list[_Hit]]:
     """For each seed (an index into ``items``) with a neighbour, its ``limit`` nearest ones by descending
     similarity, ids breaking ties: exactly what brute force over ``similarity`` would return."""
     found: dict[int, list[_Hit]] = defaultdict(list)
@@ -178,7 +196,7 @@ def _neighbours(items: Sequence[Item], seeds: list[int], threshold: float, limit
         for dim, (rows, matrix) in spaces.items():
             here = [s for s in group_seeds if dim_of.get(s) == dim]
             if here:
-                _cosine_search(items, rows, matrix, here, threshold, limit, found)
+                _cosine_search(items, rows, matrix, here, threshold, limit, found, blocks)
         pool = _token_pool(members, group_seeds, dim_of, spaces)
         if pool:
             _jaccard_search(items, pool, group_seeds, dim_of, threshold, found)
@@ -271,6 +289,7 @@ def _cosine_search(
     threshold: float,
     limit: int,
     found: dict[int, list[_Hit]],
+    blocks: Blocks,
 ) -> None:
     """Cosine neighbours of ``seeds`` (all with a row in ``rows``) appended to ``found``: float32 products
     pick the candidates with a margin ``slack`` bounding their rounding error, each candidate is then
@@ -280,9 +299,10 @@ def _cosine_search(
     # 2 * d * 2**-24; the margin is four times that.
     slack = 1e-5 + 8.0 * matrix.shape[1] * 2.0**-24
     positions = np.searchsorted(rows, np.asarray(seeds, dtype=np.intp))
-    for start in range(0, len(seeds), _SEED_CHUNK):
-        chunk = positions[start : start + _SEED_CHUNK]
-        for k, candidates in enumerate(_cosine_candidates(matrix, chunk, threshold - slack, limit, 2.0 * slack)):
+    for start in range(0, len(seeds), blocks.seeds):
+        chunk = positions[start : start + blocks.seeds]
+        picked = _cosine_candidates(matrix, chunk, threshold - slack, limit, 2.0 * slack, blocks)
+        for k, candidates in enumerate(picked):
             s = seeds[start + k]
             exact_seed = _exact(_vector(items[s]))
             assert exact_seed is not None
@@ -301,7 +321,12 @@ def _vector(item: Item) -> npt.NDArray[np.float32]:
 
 
 def _cosine_candidates(
-    matrix: npt.NDArray[np.float32], positions: npt.NDArray[np.intp], floor: float, limit: int, margin: float
+    matrix: npt.NDArray[np.float32],
+    positions: npt.NDArray[np.intp],
+    floor: float,
+    limit: int,
+    margin: float,
+    blocks: Blocks,
 ) -> list[npt.NDArray[np.intp]]:
     """Per query row (``positions`` into ``matrix``), the rows other than itself whose float32 cosine is at
     least ``floor`` and within ``margin`` of its ``limit``-th best: a superset of its true top ``limit``."""
@@ -309,8 +334,8 @@ def _cosine_candidates(
     picked_q: list[npt.NDArray[np.intp]] = []
     picked_r: list[npt.NDArray[np.intp]] = []
     picked_v: list[npt.NDArray[np.float32]] = []
-    for start in range(0, matrix.shape[0], _ROW_CHUNK):
-        block = queries @ matrix[start : start + _ROW_CHUNK].T
+    for start in range(0, matrix.shape[0], blocks.rows):
+        block = queries @ matrix[start : start + blocks.rows].T
         inside = (positions >= start) & (positions < start + block.shape[1])
         block[np.flatnonzero(inside), positions[inside] - start] = -np.inf  # not its own neighbour
         live = np.flatnonzero(block.max(axis=1) >= floor)
@@ -318,7 +343,7 @@ def _cosine_candidates(
             continue
         block = block[live]
         mask = block >= floor
-        if block.shape[1] > limit and np.count_nonzero(mask) > block.shape[0] * (limit + _CROWD):
+        if block.shape[1] > limit and np.count_nonzero(mask) > block.shape[0] * (limit + blocks.crowd):
             best = -np.partition(-block, limit - 1, axis=1)[:, limit - 1]
             mask &= block >= (best - margin)[:, None]
         q, r = np.nonzero(mask)

@@ -81,7 +81,10 @@ class ColdRewritePass:
         if not gate.run:
             report.status, report.reason = "skipped", f"change gate: {gate.reason}"
             return report
-        ranked = sorted(clusters, key=lambda c: -_novelty(c, live, vectors))[: self.max_clusters_per_run]
+        ids = [e.id for e in live if e.id in vectors]
+        matrix = np.stack([vectors[i] for i in ids])  # stacked once: every cluster's novelty reads it
+        novelty = {c[0].id: _novelty(c, ids, matrix, vectors) for c in clusters}
+        ranked = sorted(clusters, key=lambda c: -novelty[c[0].id])[: self.max_clusters_per_run]
         usable = True
         for members in ranked:
             ctx.checkpoint()
@@ -162,13 +165,14 @@ class ColdRewritePass:
         return True
 
 
-def _novelty(members: list[MemoryEntry], live: list[MemoryEntry], vectors: dict[str, Vector]) -> float:
-    """1 - the highest cosine between the cluster's centroid and any other live entry: clusters farthest
-    from anything else the agent holds come first (Honcho's Dreamer ordering, seed 003)."""
+def _novelty(members: list[MemoryEntry], ids: list[str], matrix: Vector, vectors: dict[str, Vector]) -> float:
+    """1 - the highest cosine between the cluster's centroid and any other live entry (``ids``, the rows of
+    ``matrix``): clusters farthest from anything else the agent holds come first (Honcho's Dreamer ordering,
+    seed 003)."""
     inside = {m.id for m in members}
     centroid = np.mean([vectors[m.id] for m in members], axis=0)
     norm = float(np.linalg.norm(centroid))
-    others = [vectors[e.id] for e in live if e.id not in inside and e.id in vectors]
-    if not others or norm == 0:
+    others = np.array([i not in inside for i in ids])
+    if not others.any() or norm == 0:
         return 1.0
-    return 1.0 - float(np.max(np.stack(others) @ (centroid / norm)))
+    return 1.0 - float(np.max((matrix @ (centroid / norm))[others]))
