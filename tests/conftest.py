@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import reverie
+from _postgres import PgServer
 from reverie.clock import FakeClock
 from reverie.storage import open_store, store_url
 from reverie.storage.base import Store
@@ -50,8 +51,24 @@ def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 
-# Backends the contract suite runs on. PostgreSQL joins this list when its issue lands.
-BACKENDS = ["sqlite"]
+# Backends the contract suite runs on.
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One embedded PostgreSQL (with pgvector) for the whole session, stopped at its end."""
+    server = PgServer()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database for one test, dropped afterwards."""
+    yield from pg_server.database()
 
 
 @pytest.fixture
@@ -64,8 +81,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> I
     """A fresh, migrated store of each backend."""
     if request.param == "sqlite":
         opened = open_store(store_url(tmp_path / "store.db"), now=clock.now())
-    else:  # pragma: no cover - filled in by the backend's issue
-        raise AssertionError(request.param)
+    else:
+        opened = open_store(request.getfixturevalue("pg_url"), now=clock.now())
     try:
         yield opened
     finally:

@@ -40,11 +40,12 @@ from reverie.recall.context import ContextBuilder
 from reverie.recall.http_backend import HttpVectorBackend
 from reverie.recall.hybrid import HybridSearch, RecallConfig
 from reverie.recall.index import VectorIndex
+from reverie.recall.store_backend import StoreVectorSearch
 from reverie.recall.worker import EmbeddingWorker
 from reverie.security import ApiKeys
 from reverie.settings import Settings, home_from_env, load_settings
 from reverie.storage import is_database_file, is_url, open_store, store_url
-from reverie.storage.base import FactFilter, Store, StoreOptions, UsageRow, UsageSummary
+from reverie.storage.base import FactFilter, NearestVectors, Store, StoreOptions, UsageRow, UsageSummary
 from reverie.types import HealthReport, MemoryEntry, PurgeReport, StoreStats
 
 log = logging.getLogger("reverie")
@@ -429,7 +430,10 @@ def _open_store(settings: Settings, clock: Clock) -> Store:
         s.url or store_url(settings.home),
         now=clock.now(),
         options=StoreOptions(
-            busy_timeout_ms=s.busy_timeout_ms, lock_wait_seconds=s.lock_wait_seconds, synchronous=s.synchronous
+            busy_timeout_ms=s.busy_timeout_ms,
+            lock_wait_seconds=s.lock_wait_seconds,
+            synchronous=s.synchronous,
+            pool_size=s.pool_size,
         ),
     )
 
@@ -450,14 +454,23 @@ def _embedder(settings: Settings) -> Embedder | None:
 
 def _vector_backend(
     settings: Settings, store: Store, embedder: Embedder | None
-) -> HttpVectorBackend | VectorIndex | None:
-    """The vector backend ``recall.vector_backend`` names: the in-process index (with its ANN threshold)
-    or the external service; None without an embedder, when no vector search runs at all. Settings
-    validation has already refused an unknown backend, or "http" without a URL, by name."""
+) -> HttpVectorBackend | VectorIndex | StoreVectorSearch | None:
+    """The vector backend ``recall.vector_backend`` names: the in-process index (with its ANN threshold),
+    the store's own nearest-neighbour search, or the external service; "auto" is the store's search when it
+    has one (``NearestVectors``), else the in-process index. None without an embedder, when no vector search
+    runs at all. Settings validation has already refused an unknown backend, or "http" without a URL, by
+    name; "store" on a store that cannot search is refused here, embedder or not."""
     r = settings.recall
+    if r.vector_backend == "store" and not isinstance(store.vectors, NearestVectors):
+        raise ConfigError(
+            f'recall.vector_backend = "store" needs a store that searches vectors itself (PostgreSQL with pgvector);'
+            f' {store.url} does not: use "memory" (or "auto")'
+        )
     if embedder is None:
         return None
-    if r.vector_backend == "memory":
+    if r.vector_backend in ("store", "auto") and isinstance(store.vectors, NearestVectors):
+        return StoreVectorSearch(store.vectors, embedder.model_id, embedder.dim)
+    if r.vector_backend in ("memory", "auto"):
         return VectorIndex(store, embedder.model_id, embedder.dim, ann_threshold=r.ann_threshold)
     if r.vector_store_url is None:  # only reachable with unvalidated settings (model_construct)
         raise ConfigError('recall.vector_backend = "http" needs recall.vector_store_url')

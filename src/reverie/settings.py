@@ -21,7 +21,7 @@ from reverie.errors import ConfigError
 from reverie.types import Tier
 
 SETTINGS_FILE = "reverie.toml"
-VECTOR_BACKENDS = ("memory", "http")
+VECTOR_BACKENDS = ("auto", "memory", "store", "http")
 DEFAULT_HOME = "~/.reverie"
 
 
@@ -34,6 +34,7 @@ class StoreSettings(_Section):
     busy_timeout_ms: int = Field(10_000, ge=0, description="SQLite busy timeout per attempt")
     lock_wait_seconds: float = Field(60.0, gt=0, description="How long a writer waits for the lock in all")
     synchronous: Literal["FULL", "NORMAL"] = Field("FULL", description="SQLite fsync policy")
+    pool_size: int = Field(10, ge=1, le=1000, description="PostgreSQL: pooled connections per process")
 
 
 class MemorySettings(_Section):
@@ -116,7 +117,11 @@ class RecallSettings(_Section):
     neighbour_share: float = Field(
         0.3, ge=0, le=1, description="share of a sequence neighbour's score an entry takes (metadata.thread/position)"
     )
-    vector_backend: str = Field("memory", description="memory: the in-process exact index; http: an external service")
+    vector_backend: str = Field(
+        "auto",
+        description="auto: the store's own search when it has one (PostgreSQL), else memory; memory: the in-process "
+        "index; store: the store's nearest-neighbour search (pgvector HNSW); http: an external service",
+    )
     vector_store_url: str | None = Field(None, description="http backend: the service's base URL")
     ann_threshold: int = Field(
         20_000,

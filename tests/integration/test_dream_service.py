@@ -6,6 +6,7 @@ importance decay)."""
 from __future__ import annotations
 
 import multiprocessing
+import queue
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -131,6 +132,27 @@ def test_min_hours_skips_a_scheduled_run_soon_after_a_completed_one_but_not_a_ma
         clock.advance(minutes=1)
         assert rv.dream.run(trigger="scheduled").phase == "completed"
         assert [r.trigger for r in rv.dream.history()] == ["scheduled", "manual", "scheduled"]
+
+
+def test_a_dream_completed_elsewhere_while_the_lock_was_taken_is_not_run_again(
+    home: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another worker's dream completes between this run's gate check and its acquire: the gates, asked again
+    under the lock, close, and the lock is given back without a run."""
+    with open_engine(home, clock, dream={"min_hours": 1}) as rv:
+        acquire = rv.store.dream.acquire
+
+        def after_a_dream_elsewhere(agent_id: str, holder: str, **kw: Any) -> Any:
+            assert acquire(agent_id, "elsewhere", **kw) is not None
+            rv.store.dream.release(agent_id, "elsewhere", completed_at=clock.now())
+            return acquire(agent_id, holder, **kw)
+
+        monkeypatch.setattr(rv.store.dream, "acquire", after_a_dream_elsewhere)
+        report = rv.dream.run(trigger="scheduled")
+        assert report.phase == "skipped" and "under 1 hours ago" in report.reason
+        state = rv.store.dream.lock_state("default")
+        assert state.holder is None and state.last_dream_at == clock.now()
+        assert rv.dream.history() == []
 
 
 def test_min_sessions_counts_distinct_sessions_active_since_the_last_dream(home: Path, clock: FakeClock) -> None:
@@ -303,7 +325,15 @@ def test_history_keeps_every_run_with_its_pass_reports(home: Path, clock: FakeCl
         assert rv.dream.history("someone-else") == []
 
 
-def _dream_in_process(home: str, url: str, barrier: Any, results: Any) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_section(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The ``[store]`` settings of each backend: the home's SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return {}
+    return {"url": request.getfixturevalue("pg_url")}
+
+
+def _dream_in_process(home: str, url: str, store: dict[str, Any], barrier: Any, results: Any) -> None:
     """One of two processes dreaming for the same agent at once."""
     with reverie.open(
         home,
@@ -311,39 +341,102 @@ def _dream_in_process(home: str, url: str, barrier: Any, results: Any) -> None:
         embedding={"provider": "none"},
         llm={"provider": "openai", "endpoint": url, "model": "m", "max_retries": 0},
         memory={"expansion_enabled": False},
+        store=store,
     ) as rv:
         barrier.wait(timeout=60)
         report = rv.dream.run()
         results.put((report.phase, report.reason, report.llm_calls))
 
 
-@pytest.mark.slow
-def test_two_processes_dreaming_for_one_agent_run_the_passes_once(
-    home: Path, clock: FakeClock, server: ScriptedOpenAIServer
-) -> None:
-    server.answer_chat_with(lambda body: ChatReply(EMPTY, delay=1.5))
-    with open_engine(home, clock, server) as rv:
-        save_distinct(rv)
+def _run_workers(target: Callable[..., None], args: tuple[Any, ...], outputs: int) -> list[Any]:
+    """Start two spawned processes on ``target(*args, barrier, results)``; the ``outputs`` results they put."""
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)
     results = ctx.Queue()
-    workers = [ctx.Process(target=_dream_in_process, args=(str(home), server.url, barrier, results)) for _ in "ab"]
+    workers = [ctx.Process(target=target, args=(*args, barrier, results)) for _ in "ab"]
     for worker in workers:
         worker.start()
+    outcomes: list[Any] = []
+    deadline = time.monotonic() + 120
     try:
-        outcomes = sorted(results.get(timeout=120) for _ in workers)
+        while len(outcomes) < outputs and time.monotonic() < deadline:
+            try:
+                outcomes.append(results.get(timeout=0.5))
+            except queue.Empty:  # a worker that died without a result fails the test now, not at the deadline
+                assert all(w.exitcode in (None, 0) for w in workers), [w.exitcode for w in workers]
     finally:
         for worker in workers:
             worker.join(timeout=60)
     assert [w.exitcode for w in workers] == [0, 0]
-    (done, skipped) = outcomes
+    assert len(outcomes) == outputs, outcomes
+    return outcomes
+
+
+@pytest.mark.slow
+def test_two_processes_dreaming_for_one_agent_run_the_passes_once(
+    home: Path, clock: FakeClock, server: ScriptedOpenAIServer, store_section: dict[str, Any]
+) -> None:
+    server.answer_chat_with(lambda body: ChatReply(EMPTY, delay=1.5))
+    with open_engine(home, clock, server, store=store_section) as rv:
+        save_distinct(rv)
+    outcomes = _run_workers(_dream_in_process, (str(home), server.url, store_section), 2)
+    (done, skipped) = sorted(outcomes)
     assert done[0] == "completed" and done[2] == 1
     assert skipped[0] == "skipped" and "holds the lock" in skipped[1] and skipped[2] == 0
     assert chats(server) == 1
-    with open_engine(home, clock, server) as rv:
+    with open_engine(home, clock, server, store=store_section) as rv:
         (run,) = rv.dream.history()
         assert run.phase == "completed"
         assert rv.dream.status().running is False
+
+
+AGENTS = ("alpha", "beta", "gamma")
+
+
+def _scheduler_in_process(home: str, url: str, store: dict[str, Any], barrier: Any, results: Any) -> None:
+    """One of two dream workers: one scheduled tick over every agent, reporting what each run did."""
+    with reverie.open(
+        home,
+        clock=FakeClock(),
+        embedding={"provider": "none"},
+        llm={"provider": "openai", "endpoint": url, "model": "m", "max_retries": 0},
+        memory={"expansion_enabled": False},
+        store=store,
+    ) as rv:
+        barrier.wait(timeout=60)
+        reports = rv.dream.tick("scheduled")
+        ran = {r.agent_id: sorted(n for n, p in r.passes.items() if p.status != "skipped") for r in reports}
+        results.put([(r.agent_id, r.phase, r.reason, ran[r.agent_id], r.llm_calls) for r in reports])
+
+
+@pytest.mark.slow
+def test_two_dream_workers_run_each_pass_once_per_agent(
+    home: Path, clock: FakeClock, server: ScriptedOpenAIServer, store_section: dict[str, Any]
+) -> None:
+    """The issue's acceptance test: two worker processes tick the same store at once; every agent dreams once
+    (the other worker is turned away by the lock, or by the time gate once the dream is done)."""
+    server.answer_chat_with(lambda body: ChatReply(EMPTY, delay=0.5))
+    with open_engine(home, clock, server, store=store_section) as rv:
+        for agent in AGENTS:
+            for text in ("Alice moved to Porto in March", "The Lantern service runs on PostgreSQL"):
+                rv.memory.save(text, scope=Scope(agent_id=agent))
+    reports = [
+        r for batch in _run_workers(_scheduler_in_process, (str(home), server.url, store_section), 2) for r in batch
+    ]
+    assert sorted(r[0] for r in reports) == sorted(AGENTS * 2)  # each worker offered each agent a dream
+    for agent in AGENTS:
+        ran = [r for r in reports if r[0] == agent and r[1] != "skipped"]
+        assert len(ran) == 1, ran
+        (_, phase, _, passes, calls) = ran[0]
+        assert phase == "completed" and calls == 1 and "consolidation" in passes
+        (other,) = [r for r in reports if r[0] == agent and r[1] == "skipped"]
+        assert "holds the lock" in other[2] or "hours ago" in other[2], other
+    assert chats(server) == len(AGENTS)
+    with open_engine(home, clock, server, store=store_section) as rv:
+        for agent in AGENTS:
+            (run,) = rv.dream.history(agent)
+            assert run.phase == "completed"
+            assert rv.dream.status(agent).running is False
 
 
 # -- missing capabilities ---------------------------------------------------------------------------------

@@ -1,10 +1,14 @@
-"""The dream storage on a real SQLite file: damaged rows, the purge log's transaction, and the lock raced by
-two processes."""
+"""The dream storage on real databases: damaged rows and the purge log's transaction on an SQLite file; the
+lock raced by two processes on each backend; and on PostgreSQL, a holder killed outright freeing the lock at
+once (the advisory lock dies with its session)."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
@@ -100,10 +104,19 @@ def test_a_purge_whose_log_fails_deletes_nothing(store: Store, path: Path) -> No
     assert [r.fact_id for r in store.facts.purge_log()] == [doomed.id]
 
 
-def _race(path: str, index: int, barrier: Any, results: Any) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def lock_url(request: pytest.FixtureRequest, path: Path) -> str:
+    """A fresh store of each backend, by URL (for child processes)."""
+    if request.param == "sqlite":
+        return store_url(path)
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
+def _race(url: str, index: int, barrier: Any, results: Any) -> None:
     """One racer: each round, wait for the other, then try to take the lock at that round's time (every
     earlier lease has expired by then, so only the race decides)."""
-    store = open_store(store_url(Path(path)), now=T0)
+    store = open_store(url, now=T0)
     try:
         for round_no in range(ROUNDS):
             barrier.wait(timeout=60)
@@ -111,16 +124,19 @@ def _race(path: str, index: int, barrier: Any, results: Any) -> None:
                 "racer", f"worker-{index}-round-{round_no}", now=T0 + timedelta(hours=round_no), lease_seconds=60
             )
             results.put((round_no, index, lease is not None))
+        # Close only once both have raced the last round: on PostgreSQL closing frees the advisory lock at once
+        # (as a crash would), and a racer still trying would then rightly take it.
+        barrier.wait(timeout=60)
     finally:
         store.close()
 
 
 @pytest.mark.slow
-def test_two_processes_racing_acquire_never_both_win(store: Store, path: Path) -> None:
+def test_two_processes_racing_acquire_never_both_win(lock_url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)
     results = ctx.Queue()
-    workers = [ctx.Process(target=_race, args=(str(path), i, barrier, results)) for i in range(2)]
+    workers = [ctx.Process(target=_race, args=(lock_url, i, barrier, results)) for i in range(2)]
     for worker in workers:
         worker.start()
     try:
@@ -134,5 +150,47 @@ def test_two_processes_racing_acquire_never_both_win(store: Store, path: Path) -
         if won:
             winners[round_no].append(index)
     assert all(len(w) == 1 for w in winners.values()), winners
-    last = store.dream.lock_state("racer")
+    with closing(open_store(lock_url, now=T0)) as store:
+        last = store.dream.lock_state("racer")
     assert last.holder == f"worker-{winners[ROUNDS - 1][0]}-round-{ROUNDS - 1}"
+
+
+def _hold_forever(url: str, ready: Any) -> None:
+    """Take the dream lock of agent-a with a lease of an hour, say so, then wait to be killed."""
+    store = open_store(url, now=T0)
+    lease = store.dream.acquire("agent-a", "doomed", now=T0, lease_seconds=3600)
+    ready.put(lease is not None)
+    while True:
+        time.sleep(1)
+
+
+@pytest.mark.slow
+def test_a_killed_holder_frees_the_postgres_lock_at_once(pg_url: str) -> None:
+    """The advisory lock dies with its holder's session: another process takes the lock long before the dead
+    holder's lease would have run out (on SQLite it would wait the hour)."""
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Queue()
+    holder = ctx.Process(target=_hold_forever, args=(pg_url, ready))
+    holder.start()
+    try:
+        assert ready.get(timeout=60) is True
+        with closing(open_store(pg_url, now=T0)) as store:
+            soon = T0 + timedelta(seconds=1)
+            assert store.dream.acquire("agent-a", "next", now=soon, lease_seconds=60) is None  # alive: refused
+            assert holder.pid is not None
+            os.kill(holder.pid, signal.SIGKILL)
+            holder.join(timeout=30)
+            killed_at = time.monotonic()
+            lease = None
+            while lease is None and time.monotonic() - killed_at < 10:
+                lease = store.dream.acquire("agent-a", "next", now=soon, lease_seconds=60)
+                if lease is None:
+                    time.sleep(0.05)
+            assert lease is not None, "the dead holder's advisory lock was not freed"
+            state = store.dream.lock_state("agent-a")
+            assert state.holder == "next" and state.expires_at == soon + timedelta(seconds=60)
+            assert store.dream.renew("agent-a", "next", now=soon, lease_seconds=60) is True
+    finally:
+        if holder.is_alive():
+            holder.kill()
+        holder.join(timeout=30)

@@ -22,6 +22,7 @@ from reverie.errors import ConfigError, VectorBackendError
 from reverie.memory.longterm import LongTermMemory
 from reverie.recall.http_backend import MAX_RESPONSE_BYTES, HttpVectorBackend
 from reverie.recall.hybrid import VECTOR_OVERFETCH, HybridSearch
+from reverie.recall.index import VectorIndex
 from reverie.testing import LoopbackVectorServer
 
 HASH = {"provider": "hash", "background": False}
@@ -366,8 +367,9 @@ def test_closing_the_engine_closes_the_backends_client(tmp_path: Path, server: L
 
 
 def test_the_memory_backend_is_the_default_and_needs_no_service(rv: reverie.Reverie) -> None:
-    assert rv.settings.recall.vector_backend == "memory" and rv.settings.recall.vector_store_url is None
-    assert not isinstance(rv.recall.index, HttpVectorBackend)
+    # "auto": the in-process index on a store that cannot search vectors itself (SQLite).
+    assert rv.settings.recall.vector_backend == "auto" and rv.settings.recall.vector_store_url is None
+    assert isinstance(rv.recall.index, VectorIndex)
 
 
 def test_http_without_an_embedder_opens_and_searches_bm25(tmp_path: Path) -> None:

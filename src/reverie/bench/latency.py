@@ -1,9 +1,15 @@
 """Speed at scale, behind ``reverie bench latency``: ingestion throughput, search latency, memory, disk.
 
-For each size n, a fresh store in a temporary directory receives n synthetic facts of 15 words drawn from
-a fixed, seeded English vocabulary (so runs are comparable), saved with ``save_many`` in batches and then
-embedded once. Then searches with varied queries: ``hybrid`` (the query is embedded: every query is new,
-so the query cache hides nothing) beside ``bm25`` (no embedding), both measured in the same run.
+For each size n, a fresh store (SQLite in a temporary directory, or a new PostgreSQL database) receives n
+synthetic facts of 15 words drawn from a fixed, seeded English vocabulary (so runs are comparable), saved
+with ``save_many`` in batches and then embedded once. Then searches with varied queries: ``hybrid`` (the
+query is embedded: every query is new, so the query cache hides nothing) beside ``bm25`` (no embedding),
+both measured in the same run.
+
+Embedding a million texts on two cores takes about an hour, so ``vectors="composed"`` writes each fact's
+vector as the normalised sum of the real model's embeddings of its words (each word embedded once): vectors
+with the model's geometry, which real query embeddings land near, without a model call per fact. The
+report says which was used.
 """
 
 from __future__ import annotations
@@ -16,7 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 import reverie
+from reverie.bench import postgres
 from reverie.bench.recall import engine_settings, percentile, rate, workspace
 from reverie.errors import ValidationError
 from reverie.recall import ann
@@ -56,6 +65,8 @@ TIMES = (
 )  # fmt: skip
 DEFAULT_SEED = 20240601
 AGENT = "bench-latency"
+BACKENDS = ("sqlite", "postgres")
+VECTOR_SOURCES = ("embed", "composed")
 Progress = Callable[[str], None]
 
 
@@ -135,6 +146,8 @@ class LatencyResult:
     searches: tuple[SearchLatency, ...]
     peak_rss_mb: float | None
     db_bytes: int
+    backend: str = "sqlite"
+    vectors: str = "embed"  # embed: each fact through the model; composed: sums of word embeddings
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +189,31 @@ def _model_rate(rv: reverie.Reverie, texts: Sequence[str]) -> float | None:
     return rate(len(texts), time.perf_counter() - started)
 
 
+def _words(text: str) -> list[str]:
+    return text.lower().split()
+
+
+def _compose_vectors(rv: reverie.Reverie, batch: int = 2000) -> int:
+    """Write every pending entry's vector as the normalised sum of its words' embeddings (see the module
+    docstring); returns how many were written."""
+    embedder = rv.embedder
+    if embedder is None:
+        return 0
+    vocabulary = sorted({w for group in (NAMES, VERBS, ADJECTIVES, NOUNS, PREPOSITIONS, PLACES, TIMES) for t in group
+                         for w in _words(t)} | {"the", "in", "with"})  # fmt: skip
+    table = dict(zip(vocabulary, embedder.embed(vocabulary), strict=True))
+    written, after = 0, 0
+    while rows := rv.store.vectors.pending(embedder.model_id, batch, after):
+        out: list[tuple[str, str, bytes]] = []
+        for _, fact_id, content in rows:
+            vector = np.sum([table[w] for w in _words(content) if w in table], axis=0).astype(np.float32)
+            vector /= max(float(np.linalg.norm(vector)), 1e-12)
+            out.append((fact_id, content, vector.tobytes()))
+        written += rv.store.vectors.put_many(out, model=embedder.model_id, dim=embedder.dim, at=rv.clock.now())
+        after = rows[-1][0]
+    return written
+
+
 def _searches(rv: reverie.Reverie, queries: Sequence[str], mode: str) -> SearchLatency:
     scope = reverie.Scope(agent_id=AGENT)
     latencies: list[float] = []
@@ -196,21 +234,27 @@ def measure(
     seed: int = DEFAULT_SEED,
     overrides: dict[str, dict[str, Any]] | None = None,
     progress: Progress | None = None,
+    store_url: str | None = None,
+    vectors: str = "embed",
 ) -> LatencyResult:
-    """One size: a fresh temporary store, n facts saved and embedded, then the timed searches."""
+    """One size: a fresh store (a temporary SQLite directory, or the database ``store_url``), n facts saved
+    and embedded (or given composed vectors), then the timed searches."""
     say = progress or (lambda _message: None)
     facts = synthetic_facts(n, seed)
     sample = synthetic_facts(min(n, 1000), seed + 1)
     hybrid_queries = synthetic_queries(searches + 1, seed + 2)
     bm25_queries = synthetic_queries(searches, seed + 3, exclude=frozenset(hybrid_queries))
-    with workspace(None, "reverie-bench-latency-") as home, reverie.open(home, **engine_settings(overrides)) as rv:
+    settings = engine_settings(overrides)
+    if store_url is not None:
+        settings["store"] = {**settings.get("store", {}), "url": store_url}
+    with workspace(None, "reverie-bench-latency-") as home, reverie.open(home, **settings) as rv:
         if rv.embedder is not None:
             rv.embedder.embed(["warm up the model before timing"])  # loading the model is not throughput
         say(f"n={n}: saving in batches of {batch_size}")
         save_seconds = _save(rv, facts, batch_size)
-        say(f"n={n}: saved in {save_seconds:.1f} s; embedding")
+        say(f"n={n}: saved in {save_seconds:.1f} s; {'embedding' if vectors == 'embed' else 'composing vectors'}")
         started = time.perf_counter()
-        embedded = rv.embed_pending()
+        embedded = rv.embed_pending() if vectors == "embed" else _compose_vectors(rv)
         embed_seconds = time.perf_counter() - started
         model_rate = _model_rate(rv, sample)
         say(f"n={n}: embedded {embedded} in {embed_seconds:.1f} s; searching")
@@ -236,6 +280,8 @@ def measure(
         searches=timed,
         peak_rss_mb=peak_rss_mb(),
         db_bytes=db_bytes,
+        backend="sqlite" if store_url is None else "postgres",
+        vectors=vectors,
     )
 
 
@@ -247,17 +293,41 @@ def run_latency(
     seed: int = DEFAULT_SEED,
     overrides: dict[str, dict[str, Any]] | None = None,
     progress: Progress | None = None,
+    backend: str = "sqlite",
+    server_url: str | None = None,
+    vectors: str | None = None,
 ) -> LatencyReport:
     """Measure every size in ``sizes`` (each on its own fresh store). ``overrides``: settings sections for
-    ``reverie.open`` (e.g. ``{"embedding": {"provider": "hash"}}``)."""
+    ``reverie.open`` (e.g. ``{"embedding": {"provider": "hash"}}``). ``backend`` postgres: each size in a new
+    database on ``server_url``'s server (None: a temporary embedded server). ``vectors``: embed or composed
+    (None: embed up to 200,000 facts, composed above)."""
     if not sizes or any(n < 1 for n in sizes):
         raise ValidationError("every size (--n) must be at least 1", field="n")
     if searches < 1 or batch_size < 1:
         raise ValidationError("searches and batch size must be at least 1", field="searches")
-    results = tuple(
-        measure(n, searches=searches, batch_size=batch_size, seed=seed, overrides=overrides, progress=progress)
-        for n in sizes
-    )
+    if backend not in BACKENDS:
+        raise ValidationError(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}", field="backend")
+    if vectors is not None and vectors not in VECTOR_SOURCES:
+        raise ValidationError(f"--vectors must be embed or composed, got {vectors!r}", field="vectors")
+    if server_url is not None and backend != "postgres":
+        raise ValidationError("--store-url needs --backend postgres", field="store_url")
+
+    def one(n: int, url: str | None) -> LatencyResult:
+        source = vectors or ("embed" if n <= 200_000 else "composed")
+        return measure(
+            n, searches=searches, batch_size=batch_size, seed=seed, overrides=overrides, progress=progress,
+            store_url=url, vectors=source,
+        )  # fmt: skip
+
+    if backend == "sqlite":
+        results = tuple(one(n, None) for n in sizes)
+    else:
+        found: list[LatencyResult] = []
+        with postgres.server(server_url) as admin:
+            for n in sizes:
+                with postgres.fresh_database(admin, str(n)) as url:
+                    found.append(one(n, url))
+        results = tuple(found)
     notes = (
         "hybrid embeds every query (all queries are distinct, so the query cache never hits); bm25 embeds none",
         "peak RSS is the whole process's high-water mark so far (ru_maxrss): a later size includes earlier ones",
@@ -265,5 +335,7 @@ def run_latency(
         "the timed searches start once the approximate index serves (graph_seconds after the first search)",
         "first search: the first hybrid search of a store, which loads the agent's vectors (and, with"
         " recall.lexical = memory, its BM25 index) into memory",
+        "vectors composed: each fact's vector is the normalised sum of the model's embeddings of its words (a"
+        " million texts through the model take about an hour on two cores); embed: every fact through the model",
     )
     return LatencyReport(results, notes)

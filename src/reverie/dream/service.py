@@ -7,7 +7,9 @@ bypasses the time and activity gates, never the opt-in or the lock.
 
 Invariants:
 - One dream per agent at a time, across processes: the lock is a lease in the store, renewed at every
-  checkpoint; a crashed holder's lease expires after ``lease_seconds``.
+  checkpoint; a crashed holder's lease expires after ``lease_seconds`` (on PostgreSQL the lock is also an
+  advisory lock, freed as soon as the holder's process dies). A scheduled or idle run checks its gates again
+  once it holds the lock, so a dream another worker completed in between is not run a second time.
 - A dream that completes advances the agent's ``last_dream_at`` (the time gate); one that fails, is
   aborted or is cancelled leaves it where it was, so the gate reopens and the next tick retries.
 - A pass whose capability is missing is skipped; a pass that raises is reported failed and the cycle goes
@@ -223,6 +225,13 @@ class DreamService(BackgroundService):
         holder = uuid.uuid4().hex
         if self._store.dream.acquire(agent, holder, now=now, lease_seconds=self.config.lease_seconds) is None:
             return DreamRunReport(agent, trigger, "skipped", now, reason="another dream of this agent holds the lock")
+        if trigger != "manual":
+            # Asked again under the lock: a dream elsewhere may have completed between the first check and
+            # the acquire, and must not be run a second time.
+            closed = self._closed_gate(agent, trigger, now)
+            if closed is not None:
+                self._store.dream.release(agent, holder, completed_at=None)
+                return DreamRunReport(agent, trigger, "skipped", now, reason=closed)
         record = DreamRun(run_id=holder, agent_id=agent, trigger=trigger, started_at=now, phase="running")
         self._store.dream.save_run(record)
         passes: dict[str, PassReport] = {}

@@ -10,12 +10,12 @@ Rules every backend keeps (DESIGN.md, "Storage contract"):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from reverie.storage.repositories import (
     ApiKey,
@@ -58,6 +58,7 @@ __all__ = [
     "FactRepository",
     "LedgerStamp",
     "MetaRepository",
+    "NearestVectors",
     "PurgeRule",
     "PurgedRecord",
     "SessionRecord",
@@ -290,6 +291,28 @@ class VectorRepository(Protocol):
         ...
 
 
+@runtime_checkable
+class NearestVectors(Protocol):
+    """A vector repository that answers nearest-neighbour queries itself (pgvector), so recall needs no
+    vector index in the process (``recall.vector_backend = "store"``, or ``"auto"`` on such a store).
+
+    Optional: a backend without it is searched through the in-memory ``VectorIndex``.
+    """
+
+    def nearest(self, agent_id: str, model: str, query: bytes, k: int) -> list[tuple[str, float]]:
+        """Up to ``k`` ``(fact_id, cosine similarity)`` of the agent's vectors of ``model`` nearest ``query``
+        (float32 bytes), best first. Candidates only, as the in-memory index's: archived entries included,
+        and the caller hydrates them through ``FactRepository.get_many`` with its filter. The search may be
+        approximate (an HNSW index); the scores are the exact cosines. Vectors of another dimension than the
+        query's are never candidates."""
+        ...
+
+    def index_all(self) -> None:
+        """Build the search structures of every stored (model, dimension): after vectors arrived in bulk
+        (``reverie copy``, a restored backup), so the first search does not pay for it."""
+        ...
+
+
 class MetaRepository(Protocol):
     """Small store-wide facts (the active embedding model)."""
 
@@ -359,6 +382,41 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    # -- rows, for moving a store between backends (``storage.portable``) ------------------------------
+    def export_rows(self, table: str) -> Iterator[dict[str, Any]]:
+        """Every row of the portable ``table`` (``storage.portable.TABLES``), one dict per row keyed by the
+        catalog's column names, as Python values of each column's kind: str, int, float, bool, an aware UTC
+        datetime, a JSON value (dict, list, ...), float32 bytes for a vector; None for NULL. Derived columns
+        (PostgreSQL's ``search_text``) and the ``seq`` columns that only order rows are left out.
+
+        Order: insertion order (``seq``) for the tables the catalog orders so, else primary-key order with
+        text compared byte-wise, the same on every backend. Reads run inside ``read_snapshot`` when one is
+        open on this thread. A stored timestamp that cannot be read back raises ``StorageError``, except in
+        the dream ledger (the row is left out: unreadable means the pass runs once) and the dream locks (it
+        reads as None: an unreadable lease counts as expired); see ``Table.on_damage``."""
+        ...
+
+    def import_rows(self, table: str, rows: Iterable[dict[str, Any]]) -> int:
+        """Insert ``rows`` (shaped as ``export_rows`` yields them) into ``table``, in order, in batches;
+        returns how many. Joins the caller's ``transaction()`` when one is open, else runs in its own.
+        Triggers fire as for any insert (full-text index, change logs), so rows of ``facts`` go in before
+        their ``fact_vectors``. Raises ``Conflict`` on a duplicate key."""
+        ...
+
+    def count_rows(self, table: str) -> int:
+        """How many rows the portable ``table`` holds."""
+        ...
+
+    def delete_rows(self, table: str) -> int:
+        """Delete every row of the portable ``table`` (joining the caller's transaction); returns how many.
+        Triggers fire: deleting ``facts`` logs every entry, so in-memory indexes of any process replay it."""
+        ...
+
+    def read_snapshot(self) -> AbstractContextManager[None]:
+        """Inside it, this thread's reads of the store see one consistent state (other processes may go on
+        writing). For reads only: a write on this thread inside it raises. Joins an open transaction."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class StoreOptions:
@@ -367,3 +425,4 @@ class StoreOptions:
     busy_timeout_ms: int = 10_000
     lock_wait_seconds: float = 60.0
     synchronous: str = "FULL"
+    pool_size: int = 10  # PostgreSQL: connections per process

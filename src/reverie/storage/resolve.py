@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from reverie.errors import ConfigError
+from reverie.errors import ConfigError, StorageError
 from reverie.storage.base import Store, StoreOptions
 
 SQLITE_FILE = "reverie.db"
@@ -39,13 +41,69 @@ def open_store(url: str, *, now: datetime, options: StoreOptions | None = None) 
     if parsed.scheme == "sqlite":
         from reverie.storage.sqlite import SqliteStore
 
-        # SQLAlchemy's convention: sqlite:///relative.db and sqlite:////absolute/path.db
-        path = unquote(parsed.path)[1:]
-        if parsed.netloc:
-            raise ConfigError(f"{url!r}: write sqlite URLs as sqlite:////absolute/path.db")
-        if not path or path.endswith("/"):
-            raise ConfigError(f"{url!r} names no database file")
-        return SqliteStore(Path(path), now=now, options=options)
+        return SqliteStore(_sqlite_path(url), now=now, options=options)
     if parsed.scheme in ("postgresql", "postgres"):
-        raise ConfigError("the PostgreSQL backend is not built yet; use a SQLite path for now")
+        try:
+            from reverie.storage.postgres import PgStore
+        except ImportError as exc:
+            raise _no_driver(exc) from exc
+        return PgStore(url, now=now, options=options)
     raise ConfigError(f"unknown store URL scheme {parsed.scheme!r} in {url!r}; use sqlite:/// or postgresql://")
+
+
+def _no_driver(exc: ImportError) -> ConfigError:
+    return ConfigError(
+        f"the PostgreSQL backend needs its driver ({exc.name} is not installed): pip install 'reverie[postgres]'"
+    )
+
+
+def _sqlite_path(url: str) -> Path:
+    # SQLAlchemy's convention: sqlite:///relative.db and sqlite:////absolute/path.db
+    parsed = urlparse(url)
+    path = unquote(parsed.path)[1:]
+    if parsed.netloc:
+        raise ConfigError(f"{url!r}: write sqlite URLs as sqlite:////absolute/path.db")
+    if not path or path.endswith("/"):
+        raise ConfigError(f"{url!r} names no database file")
+    return Path(path)
+
+
+def store_exists(url: str) -> bool:
+    """False when ``url`` names an SQLite file that does not exist (opening it would create an empty store).
+    A server URL counts as existing: connecting tells."""
+    parsed = urlparse(url)
+    return parsed.scheme != "sqlite" or _sqlite_path(url).is_file()
+
+
+def pending_migrations(url: str) -> list[str]:
+    """The migrations opening the store at ``url`` would apply, in order, without applying them or creating
+    anything (``reverie migrate --dry-run``). A store that does not exist yet has them all pending."""
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        from reverie.storage.sqlite.migrations import MIGRATIONS
+
+        return [name for name, _ in MIGRATIONS if name not in _sqlite_applied(_sqlite_path(url))]
+    if parsed.scheme in ("postgresql", "postgres"):
+        try:
+            from reverie.storage.postgres import migrations
+            from reverie.storage.postgres.database import PgDatabase
+        except ImportError as exc:
+            raise _no_driver(exc) from exc
+        return migrations.pending(PgDatabase(url))
+    raise ConfigError(f"unknown store URL scheme {parsed.scheme!r} in {url!r}; use sqlite:/// or postgresql://")
+
+
+def _sqlite_applied(path: Path) -> set[str]:
+    """The names in the file's ``schema_migrations``, read through a read-only connection (none: no file)."""
+    if not path.is_file():
+        return set()
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+            ).fetchone()
+            if not found:
+                return set()
+            return {str(row[0]) for row in conn.execute("SELECT name FROM schema_migrations")}
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot read the migrations of {path}: {exc}") from exc

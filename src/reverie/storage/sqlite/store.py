@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, closing
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from reverie.errors import StorageError
 from reverie.storage.base import StoreOptions
 from reverie.storage.sqlite import migrations
+from reverie.storage.sqlite import rows as portable_rows
 from reverie.storage.sqlite.database import Database
 from reverie.storage.sqlite.dream import SqliteDream
 from reverie.storage.sqlite.facts import SqliteFacts, SqliteVersions
@@ -203,7 +206,7 @@ class SqliteStore:
             raise StorageError(f"no backup file at {source}")
         try:
             with closing(sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True)) as backup:
-                _verify_backup(backup, source)
+                verify_backup(backup, source)
                 # Copy into the live file through the backup API: one step, under the write lock, so other
                 # processes see either the old store or the restored one, never a mix.
                 self._db.write(lambda c: None)  # fail early (StoreBusy) if a writer holds the lock too long
@@ -220,8 +223,25 @@ class SqliteStore:
     def close(self) -> None:
         self._db.close()
 
+    # -- portable rows (storage.portable) ------------------------------------------------------------
+    def export_rows(self, table: str) -> Iterator[dict[str, Any]]:
+        return portable_rows.export_rows(self._db, table)
 
-def _verify_backup(conn: sqlite3.Connection, source: Path) -> None:
+    def import_rows(self, table: str, rows: Iterable[dict[str, Any]]) -> int:
+        return portable_rows.import_rows(self._db, table, rows)
+
+    def count_rows(self, table: str) -> int:
+        return portable_rows.count_rows(self._db, table)
+
+    def delete_rows(self, table: str) -> int:
+        return portable_rows.delete_rows(self._db, table)
+
+    def read_snapshot(self) -> AbstractContextManager[None]:
+        return portable_rows.read_snapshot(self._db)
+
+
+def verify_backup(conn: sqlite3.Connection, source: Path) -> None:
+    """Raise ``StorageError`` unless ``conn`` (opened read-only) is a sound Reverie SQLite store."""
     try:
         result = conn.execute("PRAGMA integrity_check").fetchone()[0]
         has_schema = conn.execute(
