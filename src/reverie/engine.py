@@ -32,6 +32,8 @@ from reverie.memory.aging import Aging
 from reverie.memory.conversation import ConversationMemory
 from reverie.memory.dedup import Deduplicator
 from reverie.memory.expansion import ExpansionQueue, expandable
+from reverie.memory.graph import KnowledgeGraph
+from reverie.memory.kv import KvMemory
 from reverie.memory.lint import MemoryLint
 from reverie.memory.longterm import LongTermMemory
 from reverie.memory.working import ToolResultStash, WorkingMemory
@@ -68,6 +70,8 @@ class Reverie:
             ``memory.expansion_enabled = false``).
         working: working memory (namespaced scratch with a TTL); ``working.for_namespace(...)`` opens a view.
         stash: the tool-result stash (parks oversized tool results under ``stash/{session}``).
+        kv: key-value memory per agent (``reverie.memory.kv``): set, get, update, delete, list by prefix.
+        graph: the knowledge graph per agent (``reverie.memory.graph``): entities, relations, path, subgraph.
         conversation: conversation memory: sessions, turns, the replay window, the archive and session
             compaction (``reverie.memory.conversation``); ``conversation_log`` is its JSONL log.
         keys: API keys and scopes for the HTTP API and the MCP server (``reverie.security.ApiKeys``).
@@ -161,6 +165,8 @@ class Reverie:
             self.store, self.clock, service_configs.working_config(settings, model_floor), embedder=self.embedder
         )
         self.stash = ToolResultStash(self.working)
+        self.kv = KvMemory(self.store, self.clock, service_configs.kv_config(settings))
+        self.graph = KnowledgeGraph(self.store, self.clock, service_configs.graph_config(settings))
         self.dream_log = JsonlFile(settings.home / "logs" / DREAM_LOG, "dream")
         self._logs: list[PrunableLog] = [self.dream_log]
         self.conversation_log = SessionJsonlLog(settings.home / "logs" / CONVERSATION_LOG, "conversation")
@@ -213,6 +219,7 @@ class Reverie:
         }
         jobs: list[Callable[[datetime], object]] = [
             self.conversation.purge_job,  # deleted sessions go after the retention
+            self.kv.purge_job,  # deleted key-value items too
             lambda _now: self.working.maybe_sweep(),  # expired working memory, hourly
         ]
         if self.settings.audit.enabled:

@@ -14,6 +14,8 @@ from reverie.errors import ConfigError
 from reverie.memory.aging import AgingConfig
 from reverie.memory.conversation import ConversationConfig
 from reverie.memory.dedup import DedupConfig
+from reverie.memory.graph import GraphConfig
+from reverie.memory.kv import KvConfig
 from reverie.memory.lint import LintConfig
 from reverie.memory.longterm import LongTermConfig
 from reverie.memory.working import WorkingConfig
@@ -161,4 +163,23 @@ def context_config(settings: Settings) -> ContextConfig:
         out_of_window_max_turns=c.out_of_window_max_turns,
         out_of_window_max_chars=c.out_of_window_max_chars,
         entry_chars=c.entry_chars,
+    )
+
+
+def kv_config(settings: Settings) -> KvConfig:
+    k = settings.kv
+    return KvConfig(
+        max_value_bytes=k.max_value_bytes,
+        max_keys_per_agent=k.max_keys_per_agent,
+        deleted_retention_days=settings.memory.archive_retention_days,
+    )
+
+
+def graph_config(settings: Settings) -> GraphConfig:
+    g = settings.graph
+    return GraphConfig(
+        exclusive_relations=frozenset(g.exclusive_relations),
+        max_depth=g.max_depth,
+        subgraph_limit=g.subgraph_limit,
+        list_limit=g.list_limit,
     )

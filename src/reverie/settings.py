@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from reverie.core.graph import relation_key
 from reverie.errors import ConfigError
 from reverie.types import Tier
 
@@ -294,6 +295,39 @@ class ContextSettings(_Section):
     entry_chars: int = Field(600, ge=20, description="a recalled entry longer than this is shown by its start")
 
 
+class KvSettings(_Section):
+    """Key-value memory (seed 004): structured values per agent under exact keys."""
+
+    max_value_bytes: int = Field(65_536, ge=1, le=16_777_216, description="largest value, in bytes of its JSON")
+    max_keys_per_agent: int = Field(
+        10_000, ge=1, description="live keys an agent may hold; a set of a new key past it is refused"
+    )
+
+
+class GraphSettings(_Section):
+    """The knowledge graph (seed 004): which relations hold one target at a time, and how far walks go."""
+
+    exclusive_relations: list[str] = Field(
+        default_factory=lambda: ["works_at", "lives_in", "located_in", "married_to", "reports_to", "born_in", "ceo_of"],
+        description="relations with one valid target per source: a new target invalidates the previous one",
+    )
+    max_depth: int = Field(6, ge=1, le=10, description="deepest path or subgraph a caller may ask (the path default)")
+    subgraph_limit: int = Field(100, ge=1, le=1000, description="entities a subgraph holds at most")
+    list_limit: int = Field(100, ge=1, le=1000, description="entities or relations a listing returns by default")
+
+    @field_validator("exclusive_relations")
+    @classmethod
+    def _snake_case(cls, value: list[str]) -> list[str]:
+        for name in value:
+            try:
+                valid = relation_key(name) == name
+            except ValueError:
+                valid = False
+            if not valid:
+                raise ValueError(f"exclusive_relations: {name!r} is not a relation name in lower snake case")
+        return value
+
+
 class AgentSettings(_Section):
     """One agent's own switches (TOML ``[agents.<id>]``). Seed 004: what lets an agent's own tool reach
     its whole store is armed here, per agent, and never by a deployment-wide setting."""
@@ -320,6 +354,8 @@ class Settings(BaseSettings):
     context: ContextSettings = Field(default_factory=ContextSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     working: WorkingSettings = Field(default_factory=WorkingSettings)
+    kv: KvSettings = Field(default_factory=KvSettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict, description="per-agent switches by agent id")
 
     @field_validator("agents")

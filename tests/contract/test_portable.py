@@ -14,7 +14,7 @@ import pytest
 
 from reverie.errors import Conflict, StorageError
 from reverie.storage import open_store, portable, store_url
-from reverie.storage.base import Store, WorkingEntry
+from reverie.storage.base import Entity, Relation, Store, WorkingEntry
 from reverie.storage.portable import TABLES
 
 from .support import AGENT, T0, UNICODE_TEXTS, at, entry, hit_ids, match, view
@@ -264,6 +264,91 @@ def sample_rows() -> dict[str, list[dict[str, Any]]]:
                 "last_used_at": T1,
             }
         ],
+        "kv_items": [
+            {
+                "agent_id": "default",
+                "key": "user:preference:théme",
+                "value": {"theme": "dark", "nested": [1, 2.5, None, True]},
+                "created_at": T0,
+                "updated_at": T1,
+                "version": 3,
+                "deleted_at": None,
+            },
+            {
+                "agent_id": "default",
+                "key": "User:a_%",
+                "value": None,
+                "created_at": T0,
+                "updated_at": T1,
+                "version": 2,
+                "deleted_at": T1,
+            },
+            {
+                "agent_id": "default",
+                "key": "project:version",
+                "value": "1.0 ✓",
+                "created_at": T0,
+                "updated_at": T0,
+                "version": 1,
+                "deleted_at": None,
+            },
+        ],
+        "kg_entities": [
+            {
+                "agent_id": "default",
+                "entity_id": "e2",
+                "type": "person",
+                "name": "Ana ",
+                "key": "ana",
+                "properties": {"role": "developer", "ü": ["ß", 2]},
+                "created_at": T0,
+                "updated_at": T1,
+                "last_seen_at": T1,
+                "sources": [f1["id"], f2["id"]],
+                "merged_into": None,
+                "archived_at": None,
+            },
+            {
+                "agent_id": "default",
+                "entity_id": "e1",
+                "type": "thing",
+                "name": "ana",
+                "key": "ana",
+                "properties": {},
+                "created_at": None,
+                "updated_at": None,
+                "last_seen_at": None,
+                "sources": [],
+                "merged_into": "e2",
+                "archived_at": T1,
+            },
+        ],
+        "kg_relations": [
+            {
+                "agent_id": "default",
+                "relation_id": "r2",
+                "source_id": "e2",
+                "relation": "works_at",
+                "target_id": "e1",
+                "properties": {"since": 2020},
+                "valid_from": T0,
+                "invalid_at": T1,
+                "created_at": T0,
+                "sources": [f1["id"]],
+            },
+            {
+                "agent_id": "default",
+                "relation_id": "r1",
+                "source_id": "e1",
+                "relation": "knows",
+                "target_id": "e2",
+                "properties": {},
+                "valid_from": None,
+                "invalid_at": None,
+                "created_at": None,
+                "sources": [],
+            },
+        ],
         "llm_usage": [
             {
                 "at": T1,
@@ -427,7 +512,7 @@ def test_copy_moves_every_row_into_an_empty_store(store: Store, other: Store) ->
     counts = portable.copy(store, other, progress=lambda *call: calls.append(call))
     assert counts == {t.name: len(rows[t.name]) for t in TABLES}
     assert dump(other) == dump(store)
-    assert [c for c in calls if c[1] == c[2]][-1] == ("llm_usage", 2, 2)
+    assert [c for c in calls if c[1] == c[2]][-1] == (TABLES[-1].name, 2, 2)
     assert {c[0] for c in calls} == {t.name for t in TABLES}
 
 
@@ -495,3 +580,27 @@ def test_working_memory_keeps_its_order_after_a_copy(store: Store, other: Store)
     seqs = {r["key"]: r["seq"] for r in other.export_rows("working_entries")}
     assert seqs["scratch/a"] == 7 and seqs["scratch/b"] == 3
     assert seqs["scratch/c"] > 7
+
+
+def test_kv_memory_and_the_graph_read_the_same_after_a_copy(store: Store, other: Store) -> None:
+    store.kv.put("default", "b", {"n": 1}, at=T0)
+    store.kv.put("default", "a", None, at=T0)
+    store.kv.put("default", "a", [1, "✓"], at=T1)
+    store.kv.put("default", "gone", "x", at=T0)
+    store.kv.delete("default", "gone", at=T1)
+    for n, entity_id in enumerate(("e3", "e1", "e2")):  # inserted out of id order, seen at one instant
+        store.graph.add_entity(
+            Entity("default", entity_id, "person", f"P{n}", f"p{n}", last_seen_at=T0, sources=("m",))
+        )
+    for relation_id in ("r2", "r1", "r3"):  # created at one instant: insertion order breaks the tie
+        store.graph.add_relation(Relation("default", relation_id, "e1", "knows", "e2", created_at=T0))
+    portable.copy(store, other)
+    assert other.kv.list("default") == store.kv.list("default")
+    assert [i.version for i in other.kv.list("default")] == [2, 1]
+    assert other.kv.put("default", "gone", "back", at=T1).version == 3  # the deleted key came along
+    assert other.graph.list_entities("default") == store.graph.list_entities("default")
+    assert [e.entity_id for e in other.graph.list_entities("default")] == ["e2", "e1", "e3"]
+    assert other.graph.relations("default") == store.graph.relations("default")
+    assert [r.relation_id for r in other.graph.relations("default")] == ["r2", "r1", "r3"]
+    assert other.graph.entities_of_sources("default", ["m"]) == store.graph.entities_of_sources("default", ["m"])
+    assert other.graph.fingerprint("default") == store.graph.fingerprint("default")

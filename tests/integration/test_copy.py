@@ -23,8 +23,9 @@ from reverie.clock import FakeClock
 from reverie.core.text import fts_match, query_terms
 from reverie.errors import StorageError
 from reverie.storage import open_store, store_url
-from reverie.storage.base import Evidence, FactFilter, LedgerStamp, Store, UsageRow
+from reverie.storage.base import Entity, Evidence, FactFilter, LedgerStamp, Relation, Store, UsageRow
 from reverie.storage.portable import TABLES, copy
+from reverie.storage.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
 from reverie.storage.sqlite.migrations import MIGRATIONS
 
 runner = CliRunner()
@@ -75,6 +76,17 @@ def build(home: Path, clock: FakeClock) -> Path:
         rv.store.dream.stamp(LedgerStamp("default", "consolidation", now, fingerprint="f00d"))
         run_id = rv.store.dream.runs("default")[0].run_id
         rv.store.dream.add_evidence([Evidence(run_id, lisbon.id, edited.id, now)])
+        rv.store.kv.put("default", "user:preference:théme", {"theme": "dark", "n": [1, 2.5]}, at=now)
+        rv.store.kv.put("default", "note:1", None, at=now)
+        rv.store.kv.delete("default", "note:1", at=now)
+        user = Entity("default", "e-user", "person", "The user", "the user", {"ü": "✓"}, now, now, now, (lisbon.id,))
+        city = Entity("default", "e-city", "place", "Lisbon", "lisbon", created_at=now, sources=(lisbon.id,))
+        for entity in (user, city, Entity("default", "e-old", "thing", "lisbon", "lisbon", merged_into="e-city")):
+            rv.store.graph.add_entity(entity)
+        rv.store.graph.add_relation(Relation("default", "r-1", "e-user", "lives_in", "e-city", {"since": 2020}))
+        rv.store.graph.add_relation(
+            Relation("default", "r-0", "e-user", "lived_in", "e-city", invalid_at=now, sources=(edited.id,))
+        )
         path = Path(rv.store.url.removeprefix("sqlite:///"))
     return path
 
@@ -279,8 +291,10 @@ def test_reverie_migrate_a_new_postgres_database(pg_server: PgServer, tmp_path: 
     url = with_database(pg_server.admin_url, "reverie_migrate_cli")
     try:
         home = tmp_path / "home"
-        assert json.loads(cli(home, "migrate", "--store", url, "--dry-run", "--json"))["pending"] == ["0001_initial"]
-        assert json.loads(cli(home, "migrate", "--store", url, "--json"))["applied_now"] == ["0001_initial"]
+        names = [name for name, _ in PG_MIGRATIONS]
+        assert names[:2] == ["0001_initial", "0002_kv_graph"]
+        assert json.loads(cli(home, "migrate", "--store", url, "--dry-run", "--json"))["pending"] == names
+        assert json.loads(cli(home, "migrate", "--store", url, "--json"))["applied_now"] == names
         assert json.loads(cli(home, "migrate", "--store", url, "--dry-run", "--json"))["pending"] == []
     finally:
         pg_server.drop_database(url)

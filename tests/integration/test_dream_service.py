@@ -592,6 +592,31 @@ def test_archive_purge_purges_old_archives_but_keeps_high_value_ones(home: Path,
         assert [r.fact_id for r in rv.store.facts.purge_log()] == [plain]
 
 
+def test_archive_purge_removes_kv_keys_deleted_longer_than_the_archive_retention(home: Path, clock: FakeClock) -> None:
+    with open_engine(home, clock) as rv:
+        kv = rv.store.kv
+        for agent in ("default", "other"):
+            kv.put(agent, "note:old", "x", at=clock.now())
+            kv.put(agent, "note:live", "y", at=clock.now())
+        kv.delete("default", "note:old", at=clock.now())
+        kv.delete("other", "note:old", at=clock.now())
+        clock.advance(days=89)
+        rv.dream.run()
+        assert rv.store.count_rows("kv_items") == 4  # deleted 89 days ago: kept (hidden) within the retention
+        assert kv.put("default", "note:old", "again", at=clock.now(), expected_version=0).version == 3
+        kv.delete("default", "note:old", at=clock.now())
+        clock.advance(days=2)
+        purge = rv.dream.run().passes["archive_purge"]
+        assert purge.counts == {"purged": 0, "kept": 0}  # the agent's report never counts other agents' keys
+        assert rv.store.count_rows("kv_items") == 3  # other's, 91 days deleted, is gone; default's recent one stays
+        assert kv.put("other", "note:old", "new", at=clock.now()).version == 1  # purged: a fresh key
+        assert [i.key for i in kv.list("default")] == ["note:live"]
+    with open_engine(home, clock, memory={"archive_retention_days": 0}) as rv:
+        clock.advance(days=400)
+        assert rv.dream.run().passes["archive_purge"].status == "skipped"
+        assert rv.store.count_rows("kv_items") == 4  # a retention of 0 keeps deleted keys forever
+
+
 def test_importance_decays_through_the_dream_but_never_for_pinned(home: Path, clock: FakeClock) -> None:
     with open_engine(home, clock) as rv:
         plain = rv.memory.save("Lantern uses PostgreSQL 16", importance=0.9).id

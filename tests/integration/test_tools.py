@@ -66,7 +66,9 @@ def _state(rv: reverie.Reverie) -> tuple[Any, ...]:
         agent: rv.store.working.list(agent, "", now=rv.clock.now(), limit=10_000) for agent in ("default", ALLOWED)
     }
     stats = rv.store.stats()  # less its file size, which WAL checkpoints and activity notes move
-    return entries, versions, working, (stats.live, stats.archived, stats.by_tier, stats.by_category)
+    kv = {agent: rv.store.kv.list(agent, "", limit=1000) for agent in ("default", ALLOWED)}
+    graph = [sorted(map(repr, rv.store.export_rows(table))) for table in ("kg_entities", "kg_relations")]
+    return entries, versions, working, (stats.live, stats.archived, stats.by_tier, stats.by_category), kv, graph
 
 
 # -- long-term memory ----------------------------------------------------------------------------------------
@@ -405,6 +407,7 @@ _BY_TYPE = {
     "integer": st.integers(-2, 5) | st.floats(-2, 5) | st.integers(),
     "boolean": st.booleans(),
     "array": st.lists(_STRINGS, max_size=5),
+    "object": st.dictionaries(_STRINGS, _JSON, max_size=4),
 }
 _CONTEXTS = st.sampled_from(
     [
@@ -422,7 +425,8 @@ def _arguments(spec: ToolSpec, ids: list[str]) -> st.SearchStrategy[dict[str, An
     under any key, so both the schema and the services' own checks are reached."""
     values: dict[str, st.SearchStrategy[Any]] = {}
     for key, schema in spec.input_schema["properties"].items():
-        typed = st.sampled_from(schema["enum"]) if "enum" in schema else _BY_TYPE[schema["type"]]
+        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]  # kv_set's value: many
+        typed = st.sampled_from(schema["enum"]) if "enum" in schema else st.one_of([_BY_TYPE[k] for k in kinds])
         if key == "id":
             typed = st.sampled_from(ids) | typed
         values[key] = st.one_of(typed, typed, typed, _JSON)

@@ -20,6 +20,9 @@ READS = {
     "memory_lint",
     "memory_query",
     "memory_semantic_duplicates",
+    "kv_get",
+    "kv_list",
+    "knowledge_query",
 }
 WRITES = {
     "save_memory",
@@ -27,6 +30,10 @@ WRITES = {
     "update_memory_importance",
     "save_to_working_memory",
     "memory_semantic_consolidate",
+    "kv_set",
+    "kv_delete",
+    "knowledge_add_entity",
+    "knowledge_add_relation",
 }
 
 

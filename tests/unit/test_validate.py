@@ -481,3 +481,14 @@ def test_limit_refuses(value: object) -> None:
     with pytest.raises(ValidationError) as exc:
         validate.limit(value)
     _assert_field(exc, "limit")
+
+
+def test_nul_characters_are_refused_in_json_values_on_every_backend() -> None:
+    # PostgreSQL's jsonb cannot hold NUL; SQLite could, but the two backends must accept the same inputs.
+    with pytest.raises(ValidationError, match="NUL"):
+        validate.metadata({"note": "a\x00b"})
+    with pytest.raises(ValidationError, match="NUL"):
+        validate.metadata({"k\x00": 1})
+    with pytest.raises(ValidationError, match="NUL"):
+        validate.metadata({"deep": [{"x": ["\x00"]}]})
+    assert validate.metadata({"text": "a literal \\u0000 is fine"}) == {"text": "a literal \\u0000 is fine"}

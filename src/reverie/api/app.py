@@ -24,6 +24,8 @@ from reverie.api.limits import BodyLimit
 from reverie.api.routes_dream import DreamRunner
 from reverie.api.routes_dream import router as dream_router
 from reverie.api.routes_keys import router as keys_router
+from reverie.api.routes_kg import router as kg_router
+from reverie.api.routes_kv import router as kv_router
 from reverie.api.routes_memory import router as memory_router
 from reverie.api.routes_sessions import router as sessions_router
 from reverie.api.routes_tools import router as tools_router
@@ -34,7 +36,7 @@ from reverie.tools import ToolRegistry
 
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 DESCRIPTION = """Reverie's memory engine over HTTP: long-term, working and conversation memory per agent,
-the per-turn context, the agent tools, dream control, the audit, and LLM usage and cost.
+the knowledge graph, the per-turn context, the agent tools, dream control, the audit, and LLM usage and cost.
 
 Every route but `/health` needs an API key: `Authorization: Bearer <secret>` or `X-API-Key: <secret>`.
 See docs/api.md."""
@@ -80,6 +82,8 @@ def create_app(rv: Reverie, *, auth: bool = True, max_body_bytes: int = DEFAULT_
         app.add_middleware(LoopbackGuard)
     for router in (memory_router, working_router, sessions_router, tools_router, dream_router, usage_router):
         app.include_router(router)
+    app.include_router(kv_router)
+    app.include_router(kg_router)
     app.include_router(keys_router)
 
     @app.get("/health", response_model=Health, tags=["health"], summary="Liveness (no key needed)")

@@ -13,6 +13,7 @@ from reverie.cli import (
     demo,
     dream,
     keys,
+    kg,
     maintain,
     mcp_cmd,
     memory,
@@ -36,6 +37,7 @@ app.add_typer(dream.app, name="dream")
 app.add_typer(dream.audit_app, name="audit")
 app.add_typer(session.app, name="session")
 app.add_typer(keys.app, name="keys")
+app.add_typer(kg.app, name="kg")
 app.command()(admin.status)
 app.command()(admin.doctor)
 app.command()(admin.backup)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from reverie.cli import render
+from reverie.cli import kv, render
 from reverie.cli.common import (
     AgentOption,
     JsonOption,
@@ -22,6 +22,7 @@ from reverie.cli.common import (
 app = typer.Typer(
     help="Long-term memory: save, search, browse, archive, restore, history, explain, lint.", no_args_is_help=True
 )
+app.add_typer(kv.app, name="kv")
 
 
 @app.command()

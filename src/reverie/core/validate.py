@@ -155,10 +155,24 @@ def metadata(value: object) -> dict[str, Any]:
         encoded.encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise ValidationError(f"metadata is not JSON-serialisable: {exc}", field="metadata") from None
+    if has_nul(value):
+        # PostgreSQL's jsonb cannot hold NUL: refuse it on every backend alike.
+        raise ValidationError("metadata contains a NUL character", field="metadata")
     if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
         raise ValidationError(f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata")
     loaded: dict[str, Any] = json.loads(encoded)
     return loaded
+
+
+def has_nul(value: object) -> bool:
+    """Whether a JSON-able value holds a NUL character in any string or key (PostgreSQL refuses those)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, Mapping):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(has_nul(v) for v in value)
+    return False
 
 
 def limit(value: object, *, maximum: int = 1000) -> int:

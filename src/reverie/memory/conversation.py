@@ -131,6 +131,8 @@ def _tool_calls(value: object, *, max_chars: int) -> list[dict[str, Any]] | None
         encoded.encode("utf-8")
     except (TypeError, ValueError, RecursionError, UnicodeEncodeError) as exc:
         raise ValidationError(f"tool_calls is not JSON-serialisable: {exc}", field="tool_calls") from None
+    if validate.has_nul(list(value)):
+        raise ValidationError("tool_calls contains a NUL character", field="tool_calls")  # jsonb cannot hold it
     if len(encoded) > max_chars:
         raise ValidationError(f"tool_calls is longer than {max_chars:,} characters", field="tool_calls")
     calls: list[dict[str, Any]] = json.loads(encoded)

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from reverie.storage.knowledge import Entity, GraphRepository, KvItem, KvRepository, Relation
 from reverie.storage.repositories import (
     ApiKey,
     ApiKeyRepository,
@@ -47,6 +48,11 @@ from reverie.types import (
 )
 
 __all__ = [
+    "Entity",
+    "GraphRepository",
+    "KvItem",
+    "KvRepository",
+    "Relation",
     "ApiKey",
     "ApiKeyRepository",
     "DreamLease",
@@ -353,6 +359,12 @@ class Store(Protocol):
 
     @property
     def usage(self) -> UsageRepository: ...
+
+    @property
+    def kv(self) -> KvRepository: ...
+
+    @property
+    def graph(self) -> GraphRepository: ...
 
     def transaction(self) -> AbstractContextManager[None]:
         """Group writes into one atomic unit (replacement before retirement). Repositories used inside

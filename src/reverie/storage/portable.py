@@ -121,9 +121,7 @@ TABLES: tuple[Table, ...] = (
     ),
     Table(
         "dream_locks",
-        _cols(
-            "agent_id:text holder:text acquired_at:time expires_at:time last_dream_at:time abort_requested:bool"
-        ),
+        _cols("agent_id:text holder:text acquired_at:time expires_at:time last_dream_at:time abort_requested:bool"),
         ("agent_id",),
         on_damage="null",
     ),
@@ -172,6 +170,27 @@ TABLES: tuple[Table, ...] = (
         _cols(
             "at:time agent_id:text provider:text model:text purpose:text prompt_tokens:int completion_tokens:int"
             " cost:float ok:bool"
+        ),
+        ("seq",),
+    ),
+    Table(
+        "kv_items",
+        _cols("agent_id:text key:text value:json created_at:time updated_at:time version:int deleted_at:time"),
+        ("agent_id", "key"),
+    ),
+    Table(
+        "kg_entities",
+        _cols(
+            "agent_id:text entity_id:text type:text name:text key:text properties:json created_at:time"
+            " updated_at:time last_seen_at:time sources:json merged_into:text archived_at:time"
+        ),
+        ("seq",),
+    ),
+    Table(
+        "kg_relations",
+        _cols(
+            "agent_id:text relation_id:text source_id:text relation:text target_id:text properties:json"
+            " valid_from:time invalid_at:time created_at:time sources:json"
         ),
         ("seq",),
     ),

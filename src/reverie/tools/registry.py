@@ -25,7 +25,7 @@ from jsonschema.exceptions import best_match
 
 from reverie.core.text import preview
 from reverie.errors import LLMError, NotFound, ReverieError, ValidationError
-from reverie.tools import explore, longterm, query, semantic, specs, working
+from reverie.tools import explore, knowledge, kv, longterm, query, semantic, specs, working
 from reverie.tools.base import ToolContext, ToolError, ToolResult, ToolSpec, error_result
 
 if TYPE_CHECKING:
@@ -48,6 +48,13 @@ HANDLERS: dict[str, Handler] = {
     specs.MEMORY_QUERY: query.memory_query,
     specs.MEMORY_SEMANTIC_DUPLICATES: semantic.memory_semantic_duplicates,
     specs.MEMORY_SEMANTIC_CONSOLIDATE: semantic.memory_semantic_consolidate,
+    specs.KV_GET: kv.kv_get,
+    specs.KV_SET: kv.kv_set,
+    specs.KV_DELETE: kv.kv_delete,
+    specs.KV_LIST: kv.kv_list,
+    specs.KNOWLEDGE_ADD_ENTITY: knowledge.knowledge_add_entity,
+    specs.KNOWLEDGE_ADD_RELATION: knowledge.knowledge_add_relation,
+    specs.KNOWLEDGE_QUERY: knowledge.knowledge_query,
 }
 
 

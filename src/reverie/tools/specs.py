@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from reverie.memory.graph_input import MAX_DEPTH, MAX_LIMIT, MAX_NAME_CHARS, MAX_REF_CHARS, MAX_SOURCES
+from reverie.memory.kv import MAX_KEY_CHARS, MAX_LIST_LIMIT
 from reverie.recall.hybrid import MODES
 from reverie.tools import family
 from reverie.tools.base import MEMORY_READ, MEMORY_WRITE, ToolSpec
@@ -27,12 +29,39 @@ MEMORY_LINT: Final = "memory_lint"
 MEMORY_QUERY: Final = "memory_query"
 MEMORY_SEMANTIC_DUPLICATES: Final = "memory_semantic_duplicates"
 MEMORY_SEMANTIC_CONSOLIDATE: Final = "memory_semantic_consolidate"
+KV_GET: Final = "kv_get"
+KV_SET: Final = "kv_set"
+KV_DELETE: Final = "kv_delete"
+KV_LIST: Final = "kv_list"
+KNOWLEDGE_ADD_ENTITY: Final = "knowledge_add_entity"
+KNOWLEDGE_ADD_RELATION: Final = "knowledge_add_relation"
+KNOWLEDGE_QUERY: Final = "knowledge_query"
 MAX_EXPLORE_DEPTH: Final = 3
 MAX_RELATED_HOPS: Final = 3
 
 _STRING: dict[str, Any] = {"type": "string"}
 _TAGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "description": "labels for filtering"}
 _ID: dict[str, Any] = {"type": "string", "minLength": 1, "description": "a memory id, as results show it"}
+_KV_KEY: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_KEY_CHARS,
+    "description": "the exact key (case and spaces matter), e.g. user:preference:theme or project:version",
+}
+
+_REF: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_REF_CHARS,
+    "description": "an entity as type:name (person:Ana Lima, company:Acme); a bare name means whatever has that name",
+}
+_PROPERTIES: dict[str, Any] = {"type": "object", "description": 'facts about it as a JSON object, e.g. {"role": "cto"}'}
+_SOURCES: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1},
+    "maxItems": MAX_SOURCES,
+    "description": "ids of the long-term memories this was learned from (provenance)",
+}
 
 
 def _object(properties: dict[str, dict[str, Any]], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -193,5 +222,122 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
         "archive purge); members with a specific of their own are kept. Enabled per agent.",
         _object({}),
         MEMORY_WRITE,
+    ),
+    ToolSpec(
+        KV_GET,
+        "Read one value from your key-value memory by its exact key (structured settings and state such as "
+        "user:preference:theme or project:version). Not a search: for facts use search_memory.",
+        _object({"key": _KV_KEY}, ("key",)),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        KV_SET,
+        "Store a JSON value (string, number, boolean, array or object) under an exact key in your key-value "
+        "memory, replacing what the key held. Use it for structured state you will read back by key; for "
+        "facts to recall by meaning use save_memory. expected_version makes it a compare-and-set.",
+        _object(
+            {
+                "key": _KV_KEY,
+                "value": _described(
+                    {"type": ["string", "number", "boolean", "array", "object"]},
+                    "the value, any JSON but null (to clear a key, use kv_delete)",
+                ),
+                "expected_version": _described(
+                    {"type": "integer", "minimum": 0},
+                    "write only if the key's current version is this (0: only if the key does not exist)",
+                ),
+            },
+            ("key", "value"),
+        ),
+        MEMORY_WRITE,
+    ),
+    ToolSpec(
+        KV_DELETE,
+        "Delete a key from your key-value memory. Setting it again later brings it back.",
+        _object({"key": _KV_KEY}, ("key",)),
+        MEMORY_WRITE,
+    ),
+    ToolSpec(
+        KV_LIST,
+        "List the keys of your key-value memory with their values, in key order, optionally only those "
+        "starting with a prefix (plain text, e.g. user:preference:).",
+        _object(
+            {
+                "prefix": _described({"type": "string", "maxLength": MAX_KEY_CHARS}, "only keys starting with this"),
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT, "default": 100},
+                "after": _described(
+                    {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS},
+                    "only keys after this one (the next page)",
+                ),
+            }
+        ),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        KNOWLEDGE_ADD_ENTITY,
+        "Add an entity to your knowledge graph (a person, company, place, project, …) or update the one you "
+        "have: names match ignoring case and spacing, so Ana and 'ana ' are one entity. properties are merged "
+        "into what is known. The result gives its id and its reference (type:name) for knowledge_add_relation.",
+        _object(
+            {
+                "type": _described(
+                    {"type": "string", "minLength": 1, "maxLength": 64}, "person, company, place, … (thing if unknown)"
+                ),
+                "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS},
+                "properties": _PROPERTIES,
+                "sources": _SOURCES,
+            },
+            ("type", "name"),
+        ),
+        MEMORY_WRITE,
+    ),
+    ToolSpec(
+        KNOWLEDGE_ADD_RELATION,
+        "Record a relation in your knowledge graph: from -relation-> to, e.g. person:Ana works_at company:Acme. "
+        "Missing entities are created. A relation already known is reinforced, not duplicated; for relations "
+        "with one target at a time (works_at, lives_in, married_to, reports_to, …) a new target marks the old "
+        "one no longer true, and it is kept as history.",
+        _object(
+            {
+                "from": _REF,
+                "relation": _described(
+                    {"type": "string", "minLength": 1, "maxLength": 100}, "in snake case: works_at, knows, part_of"
+                ),
+                "to": _REF,
+                "properties": _PROPERTIES,
+                "sources": _SOURCES,
+                "valid_from": _described(_STRING, "since when it holds: YYYY-MM-DD or ISO 8601 (default: now)"),
+            },
+            ("from", "relation", "to"),
+        ),
+        MEMORY_WRITE,
+    ),
+    ToolSpec(
+        KNOWLEDGE_QUERY,
+        "Query your knowledge graph. mode relations (default): the relations matching from, relation, to and/or "
+        "entity (either end). "
+        "mode path: the shortest chain of relations linking from and to, either direction. mode subgraph: the "
+        "entities within depth steps of entity and the relations among them. mode entities: find entities by "
+        "part of their name (text) or type. Relations no longer true are left out unless include_invalid.",
+        _object(
+            {
+                "mode": _described(
+                    {"type": "string", "enum": ["relations", "path", "subgraph", "entities"]}, "default relations"
+                ),
+                "from": _REF,
+                "relation": _described({"type": "string", "minLength": 1, "maxLength": 100}, "e.g. works_at"),
+                "to": _REF,
+                "entity": _REF,
+                "text": _described({"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS}, "part of a name"),
+                "type": _described({"type": "string", "minLength": 1, "maxLength": 64}, "entities of this type"),
+                "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "default": 2},
+                "max_depth": _described(
+                    {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH}, "mode path: most steps (default 6)"
+                ),
+                "include_invalid": {"type": "boolean", "default": False},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+            }
+        ),
+        MEMORY_READ,
     ),
 )

@@ -5,8 +5,9 @@ Invariants:
 - Log retention runs first and unconditionally (before any "nothing to do" return of a later pass), and is
   best effort: one log failing is reported and the sweep goes on.
 - The archive purge is the only pass that destroys memory: entries archived longer than the retention,
-  never above the high-value floor (``LongTermMemory.purge``). It runs before consolidation, so the window is
-  measured from the archive event, not from what this cycle is about to archive.
+  never above the high-value floor (``LongTermMemory.purge``), and KV keys deleted longer than the same
+  retention (``KvRepository.purge_deleted``). It runs before consolidation, so the window is measured from
+  the archive event, not from what this cycle is about to archive.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from reverie.dream.passes.base import Capability, PassContext, PassReport
 from reverie.logs import PrunableLog, RetentionPolicy, retain_all
@@ -63,6 +65,12 @@ class ArchivePurgePass:
             report.status, report.reason = "skipped", "archive retention is off"
             return report
         purged = self.memory.purge(agent_id=ctx.agent_id)
+        # Deleted KV keys go after the same retention. The repository purges every agent's at once, so the
+        # number goes to the log, not into this agent's report (it would count other agents' keys).
+        cutoff = ctx.now() - timedelta(days=self.memory.config.archive_retention_days)
+        keys = ctx.store.kv.purge_deleted(cutoff)
+        if keys:
+            log.info("DreamService: purged %d deleted KV keys (every agent's) deleted before %s", keys, cutoff)
         report.counts = {"purged": len(purged.purged), "kept": len(purged.protected)}
         report.summary = f"archive purge — purged {len(purged.purged)}, kept {len(purged.protected)} above the floor"
         log.info("DreamService: %s (agent %s)", report.summary, ctx.agent_id)

@@ -328,8 +328,63 @@ CREATE INDEX llm_usage_at ON llm_usage (at, seq);
 CREATE INDEX llm_usage_agent_at ON llm_usage (agent_id, at, seq);
 """
 
+# Key-value memory and the knowledge graph (``storage.knowledge``), as SQLite's 0013_kv_graph. A key sorts
+# by code point (COLLATE "C", so the primary key serves the ordered, cursor-paged listing); an entity's
+# sources are found by entry id through the GIN index (``sources ?| array[...]``).
+_KV_GRAPH = """
+CREATE TABLE kv_items (
+    agent_id   text NOT NULL,
+    key        text COLLATE "C" NOT NULL,
+    value      jsonb,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    version    integer NOT NULL,
+    deleted_at timestamptz,
+    PRIMARY KEY (agent_id, key)
+);
+CREATE INDEX kv_items_deleted ON kv_items (deleted_at) WHERE deleted_at IS NOT NULL;
+CREATE TABLE kg_entities (
+    seq          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_id     text NOT NULL,
+    entity_id    text NOT NULL,
+    type         text NOT NULL,
+    name         text NOT NULL,
+    key          text NOT NULL,
+    properties   jsonb NOT NULL DEFAULT '{}',
+    created_at   timestamptz,
+    updated_at   timestamptz,
+    last_seen_at timestamptz,
+    sources      jsonb NOT NULL DEFAULT '[]',
+    merged_into  text,
+    archived_at  timestamptz,
+    UNIQUE (agent_id, entity_id),
+    UNIQUE (agent_id, type, key)
+);
+CREATE INDEX kg_entities_key ON kg_entities (agent_id, key);
+CREATE INDEX kg_entities_recent ON kg_entities (agent_id, last_seen_at);
+CREATE INDEX kg_entities_sources ON kg_entities USING gin (sources);
+CREATE TABLE kg_relations (
+    seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_id    text NOT NULL,
+    relation_id text NOT NULL,
+    source_id   text NOT NULL,
+    relation    text NOT NULL,
+    target_id   text NOT NULL,
+    properties  jsonb NOT NULL DEFAULT '{}',
+    valid_from  timestamptz,
+    invalid_at  timestamptz,
+    created_at  timestamptz,
+    sources     jsonb NOT NULL DEFAULT '[]',
+    UNIQUE (agent_id, relation_id)
+);
+CREATE INDEX kg_relations_source ON kg_relations (agent_id, source_id);
+CREATE INDEX kg_relations_target ON kg_relations (agent_id, target_id);
+CREATE INDEX kg_relations_relation ON kg_relations (agent_id, relation);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
+    ("0002_kv_graph", _KV_GRAPH),
 ]
 
 

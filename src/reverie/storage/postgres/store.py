@@ -22,6 +22,7 @@ from reverie.storage.postgres.database import Conn, PgDatabase, redact
 from reverie.storage.postgres.dream import PgDream
 from reverie.storage.postgres.facts import PgFacts, PgVersions
 from reverie.storage.postgres.keys import PgKeys
+from reverie.storage.postgres.knowledge import PgGraph, PgKv
 from reverie.storage.postgres.sessions import PgSessions
 from reverie.storage.postgres.usage import PgUsage
 from reverie.storage.postgres.vectors import PgMeta, PgVectors
@@ -47,6 +48,8 @@ class PgStore:
         self._working = PgWorking(self._db)
         self._keys = PgKeys(self._db)
         self._usage = PgUsage(self._db)
+        self._kv = PgKv(self._db)
+        self._graph = PgGraph(self._db)
         self._now = now
 
     @property
@@ -88,6 +91,14 @@ class PgStore:
     @property
     def usage(self) -> PgUsage:
         return self._usage
+
+    @property
+    def kv(self) -> PgKv:
+        return self._kv
+
+    @property
+    def graph(self) -> PgGraph:
+        return self._graph
 
     @property
     def database(self) -> PgDatabase:
@@ -210,8 +221,7 @@ class PgStore:
 
 
 _FTS_STALE = (
-    "SELECT count(*) FROM facts"
-    " WHERE search_text IS DISTINCT FROM reverie_search_vector(content, tags, category)"
+    "SELECT count(*) FROM facts WHERE search_text IS DISTINCT FROM reverie_search_vector(content, tags, category)"
 )
 _FTS_REPAIR = (
     "UPDATE facts SET search_text = reverie_search_vector(content, tags, category)"
@@ -224,4 +234,3 @@ _VERSIONS_REPAIR = (
     " f.tags, f.importance, f.metadata, f.archived_at IS NOT NULL FROM facts f"
     " WHERE NOT EXISTS (SELECT 1 FROM fact_versions x WHERE x.fact_id = f.id)"
 )
-

@@ -409,6 +409,59 @@ CREATE INDEX llm_usage_at ON llm_usage (at, seq);
 CREATE INDEX llm_usage_agent_at ON llm_usage (agent_id, at, seq);
 """
 
+# Key-value memory and the knowledge graph (seed 004; ``storage.knowledge``). A deleted key is marked (the
+# purge removes it); merged and archived entities and invalidated relations stay. ``seq`` is insertion
+# order, the tie-break of the entity and relation orders.
+_KV_GRAPH = """
+CREATE TABLE kv_items (
+    agent_id   TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    value      TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    deleted_at TEXT,
+    PRIMARY KEY (agent_id, key)
+) WITHOUT ROWID;
+CREATE INDEX kv_items_deleted ON kv_items (deleted_at) WHERE deleted_at IS NOT NULL;
+CREATE TABLE kg_entities (
+    seq          INTEGER PRIMARY KEY,
+    agent_id     TEXT NOT NULL,
+    entity_id    TEXT NOT NULL,
+    type         TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    properties   TEXT NOT NULL DEFAULT '{}',
+    created_at   TEXT,
+    updated_at   TEXT,
+    last_seen_at TEXT,
+    sources      TEXT NOT NULL DEFAULT '[]',
+    merged_into  TEXT,
+    archived_at  TEXT,
+    UNIQUE (agent_id, entity_id),
+    UNIQUE (agent_id, type, key)
+);
+CREATE INDEX kg_entities_key ON kg_entities (agent_id, key);
+CREATE INDEX kg_entities_recent ON kg_entities (agent_id, last_seen_at);
+CREATE TABLE kg_relations (
+    seq         INTEGER PRIMARY KEY,
+    agent_id    TEXT NOT NULL,
+    relation_id TEXT NOT NULL,
+    source_id   TEXT NOT NULL,
+    relation    TEXT NOT NULL,
+    target_id   TEXT NOT NULL,
+    properties  TEXT NOT NULL DEFAULT '{}',
+    valid_from  TEXT,
+    invalid_at  TEXT,
+    created_at  TEXT,
+    sources     TEXT NOT NULL DEFAULT '[]',
+    UNIQUE (agent_id, relation_id)
+);
+CREATE INDEX kg_relations_source ON kg_relations (agent_id, source_id);
+CREATE INDEX kg_relations_target ON kg_relations (agent_id, target_id);
+CREATE INDEX kg_relations_relation ON kg_relations (agent_id, relation);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -422,6 +475,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0010_conversation", _CONVERSATION),
     ("0011_working", _WORKING),
     ("0012_keys_usage", _KEYS_USAGE),
+    ("0013_kv_graph", _KV_GRAPH),
 ]
 
 

@@ -18,6 +18,7 @@ from reverie.storage.sqlite.database import Database
 from reverie.storage.sqlite.dream import SqliteDream
 from reverie.storage.sqlite.facts import SqliteFacts, SqliteVersions
 from reverie.storage.sqlite.keys import SqliteKeys
+from reverie.storage.sqlite.knowledge import SqliteGraph, SqliteKv
 from reverie.storage.sqlite.sessions import SqliteSessions
 from reverie.storage.sqlite.usage import SqliteUsage
 from reverie.storage.sqlite.vectors import SqliteMeta, SqliteVectors
@@ -47,6 +48,8 @@ class SqliteStore:
         self._working = SqliteWorking(self._db)
         self._keys = SqliteKeys(self._db)
         self._usage = SqliteUsage(self._db)
+        self._kv = SqliteKv(self._db)
+        self._graph = SqliteGraph(self._db)
         try:
             migrations.apply(self._db, now)
         except BaseException:
@@ -93,6 +96,14 @@ class SqliteStore:
     @property
     def usage(self) -> SqliteUsage:
         return self._usage
+
+    @property
+    def kv(self) -> SqliteKv:
+        return self._kv
+
+    @property
+    def graph(self) -> SqliteGraph:
+        return self._graph
 
     def transaction(self) -> AbstractContextManager[None]:
         return self._db.transaction()

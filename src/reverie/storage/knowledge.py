@@ -1,0 +1,171 @@
+"""The storage contract, part three: key-value memory and the knowledge graph (seed 004, "Memory
+Operations" and "Knowledge Graph"). Same rules as ``storage.base``: scope (the agent) is in every query, time is
+passed in, a failed write changes nothing, and nothing is hard-deleted outside a purge (deleted keys and merged
+or stale entities are marked, not removed). ``storage.base`` re-exports every name; ``Store`` exposes ``kv`` and
+``graph``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class KvItem:
+    """One key of an agent's key-value memory. ``value`` is any JSON value. ``version`` starts at 1 and grows
+    by one at every write (a compare-and-set handle); ``deleted_at`` set: hidden, awaiting the purge."""
+
+    agent_id: str
+    key: str
+    value: Any
+    created_at: datetime
+    updated_at: datetime
+    version: int = 1
+    deleted_at: datetime | None = None
+
+
+class KvRepository(Protocol):
+    """Key-value memory per agent. Keys are compared exactly (case and spaces matter); listing is in code-point
+    order of the key."""
+
+    def get(self, agent_id: str, key: str) -> KvItem | None:
+        """The live item, or None (never set, or deleted)."""
+        ...
+
+    def put(self, agent_id: str, key: str, value: Any, *, at: datetime, expected_version: int | None = None) -> KvItem:
+        """Set ``key`` (insert, overwrite, or revive a deleted key: its version goes on from the old one).
+        ``expected_version``: compare-and-set — the live item's version must equal it (0: the key must not be
+        live); otherwise ``Conflict`` and nothing changes. ``created_at`` is kept across overwrites."""
+        ...
+
+    def delete(self, agent_id: str, key: str, *, at: datetime) -> bool:
+        """Mark the live item deleted (``deleted_at``, version + 1); False when there was none."""
+        ...
+
+    def list(self, agent_id: str, prefix: str = "", *, limit: int = 100, after: str | None = None) -> list[KvItem]:
+        """Live items whose key starts with ``prefix`` (plain characters: ``%`` and ``_`` are not wildcards),
+        in key order, keys greater than ``after`` only (a cursor), at most ``limit``."""
+        ...
+
+    def count(self, agent_id: str, prefix: str = "") -> int:
+        """Live items whose key starts with ``prefix``."""
+        ...
+
+    def purge_deleted(self, before: datetime) -> int:
+        """Hard-delete items deleted at or before ``before`` (the purge pass); returns how many."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A node of an agent's knowledge graph. Identity is ``(agent_id, type, key)`` where ``key`` is the
+    normalised name (``core.graph.entity_key``: NFKC, casefolded, spaces collapsed), so "Ana", "ana" and "Ana "
+    are one entity. ``merged_into`` set: this entity was merged into that one (kept, never deleted; reads follow
+    it). ``archived_at`` set: pruned as stale (restorable)."""
+
+    agent_id: str
+    entity_id: str
+    type: str  # "person", "place", … ; "thing" when unknown
+    name: str  # the display name as first given
+    key: str
+    properties: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    last_seen_at: datetime | None = None  # last mentioned or touched (staleness)
+    sources: tuple[str, ...] = ()  # ids of the memory entries that mention it
+    merged_into: str | None = None
+    archived_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A directed edge ``source -relation-> target``. ``invalid_at`` set: contradicted or superseded at that
+    time (kept, never deleted: history). ``sources``: ids of the memory entries it was learned from."""
+
+    agent_id: str
+    relation_id: str
+    source_id: str  # entity ids
+    relation: str  # normalised: lower snake case ("works_at")
+    target_id: str
+    properties: dict[str, Any] = field(default_factory=dict)
+    valid_from: datetime | None = None
+    invalid_at: datetime | None = None
+    created_at: datetime | None = None
+    sources: tuple[str, ...] = ()
+
+
+class GraphRepository(Protocol):
+    """The knowledge graph of each agent. Every read is scoped by ``agent_id``."""
+
+    # -- entities
+    def add_entity(self, entity: Entity) -> None:
+        """Insert; ``Conflict`` when the id or the (agent, type, key) identity exists."""
+        ...
+
+    def write_entity(self, entity: Entity) -> None:
+        """Replace the stored entity with the same id and agent; ``NotFound`` when there is none."""
+        ...
+
+    def get_entity(self, agent_id: str, entity_id: str) -> Entity | None:
+        """The entity as stored (merged or archived ones too)."""
+        ...
+
+    def find_entity(self, agent_id: str, type: str, key: str) -> Entity | None:
+        """The entity with that identity (merged or archived ones too)."""
+        ...
+
+    def entities_by_key(self, agent_id: str, key: str) -> list[Entity]:
+        """Every entity of any type with that normalised name (live ones: not merged, not archived)."""
+        ...
+
+    def list_entities(
+        self, agent_id: str, *, type: str | None = None, limit: int = 100, include_archived: bool = False
+    ) -> list[Entity]:
+        """Entities not merged (and not archived unless asked), most recently seen first."""
+        ...
+
+    def search_entities(self, agent_id: str, text: str, *, limit: int = 20) -> list[Entity]:
+        """Live entities whose key or name contains ``text`` (case-insensitive), exact key matches first, then
+        most recently seen."""
+        ...
+
+    def entities_of_sources(self, agent_id: str, entry_ids: list[str]) -> list[Entity]:
+        """Live entities mentioned by any of ``entry_ids`` (their ``sources``)."""
+        ...
+
+    # -- relations
+    def add_relation(self, relation: Relation) -> None:
+        """Insert; ``Conflict`` when the id exists."""
+        ...
+
+    def write_relation(self, relation: Relation) -> None:
+        """Replace the stored relation with the same id and agent; ``NotFound`` when there is none."""
+        ...
+
+    def get_relation(self, agent_id: str, relation_id: str) -> Relation | None: ...
+
+    def relations(
+        self,
+        agent_id: str,
+        *,
+        entity_id: str | None = None,
+        source_id: str | None = None,
+        relation: str | None = None,
+        target_id: str | None = None,
+        include_invalid: bool = False,
+        limit: int = 1000,
+    ) -> list[Relation]:
+        """Relations matching every filter given (``entity_id``: either end), valid ones only unless
+        ``include_invalid``, oldest first."""
+        ...
+
+    def neighbours(self, agent_id: str, entity_ids: list[str], *, include_invalid: bool = False) -> list[Relation]:
+        """Every relation with either end in ``entity_ids`` (one hop of a path or subgraph walk)."""
+        ...
+
+    def fingerprint(self, agent_id: str) -> str:
+        """A digest of the agent's live graph (entities and valid relations, with their ids and update times):
+        the dream's change gate."""
+        ...
