@@ -19,6 +19,7 @@ from reverie.dream.ledger import DreamPassLedger
 from reverie.dream.passes.base import Capability, DreamPass
 from reverie.dream.passes.cold_rewrite import ColdRewritePass
 from reverie.dream.passes.consolidation import ConsolidationPass
+from reverie.dream.passes.graph import GraphConsolidationPass
 from reverie.dream.passes.maintenance import ArchivePurgePass, DecayPass, ForgetPass, LogRetentionPass
 from reverie.dream.service import DreamService
 from reverie.embed.base import Embedder
@@ -33,11 +34,12 @@ from reverie.memory.conversation import ConversationMemory
 from reverie.memory.dedup import Deduplicator
 from reverie.memory.expansion import ExpansionQueue, expandable
 from reverie.memory.graph import KnowledgeGraph
+from reverie.memory.graph_extraction import GraphExtractionQueue, extractable, resolve_mode
 from reverie.memory.kv import KvMemory
 from reverie.memory.lint import MemoryLint
 from reverie.memory.longterm import LongTermMemory
 from reverie.memory.working import ToolResultStash, WorkingMemory
-from reverie.prompts import MEMORY_RULES, read_prompt
+from reverie.prompts import GRAPH_EXTRACT, MEMORY_RULES, read_prompt
 from reverie.recall.context import ContextBuilder
 from reverie.recall.http_backend import HttpVectorBackend
 from reverie.recall.hybrid import HybridSearch, RecallConfig
@@ -72,6 +74,8 @@ class Reverie:
         stash: the tool-result stash (parks oversized tool results under ``stash/{session}``).
         kv: key-value memory per agent (``reverie.memory.kv``): set, get, update, delete, list by prefix.
         graph: the knowledge graph per agent (``reverie.memory.graph``): entities, relations, path, subgraph.
+        graph_extraction: the background extraction of saved entries into the graph
+            (``reverie.memory.graph_extraction``; ``mode`` "llm" or "rules"), or None with ``graph.extraction = "off"``.
         conversation: conversation memory: sessions, turns, the replay window, the archive and session
             compaction (``reverie.memory.conversation``); ``conversation_log`` is its JSONL log.
         keys: API keys and scopes for the HTTP API and the MCP server (``reverie.security.ApiKeys``).
@@ -82,6 +86,7 @@ class Reverie:
     def __init__(self, settings: Settings, *, clock: Clock | None = None, reindex: bool = False) -> None:
         self.settings = settings
         aging = service_configs.aging_config(settings)  # a bad [decay] section fails before anything is opened
+        extraction = _extraction_mode(settings)  # so does "llm" extraction without an LLM
         self._vocabulary: tuple[tuple[int, int] | None, Vocabulary] | None = None
         self.clock: Clock = clock or SystemClock()
         self.store: Store = _open_store(settings, self.clock)
@@ -153,6 +158,7 @@ class Reverie:
             dedup=self.dedup,
             on_read=self.aging.note_reads,
             expand=expandable if expands else None,
+            extract=extractable if extraction is not None else None,
             confidence=self.lint.confidences,
             on_activity=self.activity.note,
         )
@@ -167,6 +173,17 @@ class Reverie:
         self.stash = ToolResultStash(self.working)
         self.kv = KvMemory(self.store, self.clock, service_configs.kv_config(settings))
         self.graph = KnowledgeGraph(self.store, self.clock, service_configs.graph_config(settings))
+        self.graph_extraction: GraphExtractionQueue | None = None
+        if extraction is not None:
+            self.graph_extraction = GraphExtractionQueue(
+                self.store,
+                self.graph,
+                llm=self.llm if extraction == "llm" else None,
+                prompt=self.graph_extract_prompt,
+                config=service_configs.extraction_config(settings),
+            )
+            if settings.graph.extraction_background:
+                self.graph_extraction.start()
         self.dream_log = JsonlFile(settings.home / "logs" / DREAM_LOG, "dream")
         self._logs: list[PrunableLog] = [self.dream_log]
         self.conversation_log = SessionJsonlLog(settings.home / "logs" / CONVERSATION_LOG, "conversation")
@@ -188,7 +205,7 @@ class Reverie:
 
     def _dream_service(self) -> DreamService:
         """The dream service with the passes ``[dream]`` enables, in seed 001's order: log retention, archive
-        purge, importance decay, (cold rewrite,) forget sweep, consolidation."""
+        purge, importance decay, (cold rewrite,) forget sweep, consolidation; then the knowledge graph's pass."""
         d = self.settings.dream
         passes: list[DreamPass] = []
         if d.log_retention_enabled:
@@ -214,6 +231,8 @@ class Reverie:
                     service_configs.consolidation_config(self.settings), dream_log=self.dream_log, related=self._related
                 )
             )
+        if d.graph_enabled:  # after consolidation: which entries are live decides which entities are stale
+            passes.append(GraphConsolidationPass(self.graph, service_configs.graph_pass_config(self.settings)))
         capabilities = {
             c for c, present in ((Capability.LLM, self.llm), (Capability.EMBEDDER, self.embedder)) if present
         }
@@ -293,11 +312,18 @@ class Reverie:
             self.embedding.notify()
         if self.expansion is not None:
             self.expansion.notify()
+        if self.graph_extraction is not None:
+            self.graph_extraction.notify()
 
     def memory_rules(self) -> str:
         """The expansion prompt, re-read on every call (an edit takes effect at the next run):
         ``<home>/memory-rules.md`` when present and not empty, else the built-in one."""
         return read_prompt(MEMORY_RULES, self.settings.home)
+
+    def graph_extract_prompt(self) -> str:
+        """The graph extraction prompt, re-read on every run: ``<home>/graph-extract.md`` when present and
+        not empty, else the built-in one."""
+        return read_prompt(GRAPH_EXTRACT, self.settings.home)
 
     def coverage_vocabulary(self) -> Vocabulary:
         """The merge coverage vocabulary: ``<home>/merge-coverage-vocabulary.json`` when present, else the
@@ -354,6 +380,12 @@ class Reverie:
         user turn; raises ``LLMError`` when the LLM fails (the entries stay pending)."""
         return 0 if self.expansion is None else self.expansion.expand_pending(limit)
 
+    def extract_pending(self, limit: int | None = None) -> int:
+        """Extract every saved entry still queued for the knowledge graph, now, in this thread (tests, one-shot
+        CLI commands). Returns how many left the queue; 0 with ``graph.extraction = "off"``. With the LLM, stops
+        early while it is busy with a user turn, and raises ``LLMError`` when it fails (the entries stay queued)."""
+        return 0 if self.graph_extraction is None else self.graph_extraction.extract_pending(limit)
+
     def embedding_status(self) -> dict[str, object]:
         """The active model, vectors per model, and how many entries wait for a vector."""
         counts = self.store.vectors.counts()
@@ -375,10 +407,14 @@ class Reverie:
         self.dream.stop()
         if self.expansion is not None:
             self.expansion.stop(0)  # ask first: closing the client below then cuts its call short
+        if self.graph_extraction is not None:
+            self.graph_extraction.stop(0)
         if self.llm is not None:
             self.llm.close()
         if self.expansion is not None:
             self.expansion.stop()
+        if self.graph_extraction is not None:
+            self.graph_extraction.stop()
         if self.embedding is not None:
             self.embedding.stop()
         if self._vector_backend is not None:
@@ -494,6 +530,14 @@ def _check_model(store: Store, embedder: Embedder, *, adopt: bool) -> None:
         )
     if active != embedder.model_id:
         store.meta.set(ACTIVE_MODEL_KEY, embedder.model_id)
+
+
+def _extraction_mode(settings: Settings) -> str | None:
+    """``[graph] extraction`` resolved: "llm", "rules", or None (off). "llm" without an LLM is a ConfigError."""
+    try:
+        return resolve_mode(settings.graph.extraction, has_llm=settings.llm.provider != "none")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _llm(settings: Settings, clock: Clock) -> LLM | None:

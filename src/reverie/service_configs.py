@@ -8,6 +8,7 @@ from datetime import timedelta
 from reverie.audit import AuditConfig
 from reverie.core.aging import ImportanceDecay, RetentionParams
 from reverie.dream.passes.consolidation import ConsolidationConfig
+from reverie.dream.passes.graph import GraphPassConfig
 from reverie.dream.schedule import Schedule
 from reverie.dream.service import DreamConfig
 from reverie.errors import ConfigError
@@ -15,6 +16,7 @@ from reverie.memory.aging import AgingConfig
 from reverie.memory.conversation import ConversationConfig
 from reverie.memory.dedup import DedupConfig
 from reverie.memory.graph import GraphConfig
+from reverie.memory.graph_extraction import ExtractionConfig
 from reverie.memory.kv import KvConfig
 from reverie.memory.lint import LintConfig
 from reverie.memory.longterm import LongTermConfig
@@ -175,6 +177,11 @@ def kv_config(settings: Settings) -> KvConfig:
     )
 
 
+def graph_pass_config(settings: Settings) -> GraphPassConfig:
+    d = settings.dream
+    return GraphPassConfig(stale_days=d.graph_stale_days, merge_types=tuple(tuple(g) for g in d.graph_merge_types))
+
+
 def graph_config(settings: Settings) -> GraphConfig:
     g = settings.graph
     return GraphConfig(
@@ -182,4 +189,14 @@ def graph_config(settings: Settings) -> GraphConfig:
         max_depth=g.max_depth,
         subgraph_limit=g.subgraph_limit,
         list_limit=g.list_limit,
+    )
+
+
+def extraction_config(settings: Settings) -> ExtractionConfig:
+    g = settings.graph
+    return ExtractionConfig(
+        max_entities=g.extraction_max_entities,
+        max_relations=g.extraction_max_relations,
+        window=g.extraction_window,
+        max_input_chars=g.extraction_max_input_chars,
     )

@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from reverie.core.graph import relation_key
+from reverie.core.graph_upkeep import type_groups
 from reverie.errors import ConfigError
 from reverie.types import Tier
 
@@ -219,7 +220,20 @@ class DreamSettings(_Section):
     merge_repair_max_per_cycle: int = Field(10, ge=0, description="repair calls per cycle")
     cold_rewrite_enabled: bool = Field(False, description="ai-memory's dream: rewrite cold clusters (LLM + embedder)")
     max_clusters_per_run: int = Field(8, ge=1, description="cold clusters rewritten per cycle")
+    graph_enabled: bool = Field(True, description="the knowledge-graph pass: merge duplicate entities, archive stale")
+    graph_stale_days: float = Field(
+        180.0, ge=0, le=36_500, description="entities unseen this long, unrelated to live ones, are archived; 0: never"
+    )
+    graph_merge_types: list[list[str]] = Field(
+        default_factory=list, description='groups of entity types merged as one, e.g. [["company", "organization"]]'
+    )
     runs_retention_days: float = Field(400.0, gt=0, description="recorded dream runs are kept this long")
+
+    @field_validator("graph_merge_types")
+    @classmethod
+    def _type_groups(cls, value: list[list[str]]) -> list[list[str]]:
+        type_groups(value)  # raises ValueError naming the bad type or group
+        return value
 
     @field_validator("cron")
     @classmethod
@@ -314,6 +328,21 @@ class GraphSettings(_Section):
     max_depth: int = Field(6, ge=1, le=10, description="deepest path or subgraph a caller may ask (the path default)")
     subgraph_limit: int = Field(100, ge=1, le=1000, description="entities a subgraph holds at most")
     list_limit: int = Field(100, ge=1, le=1000, description="entities or relations a listing returns by default")
+    # Extraction: each saved entry's entities and relations, learned in the background.
+    extraction: Literal["auto", "llm", "rules", "off"] = Field(
+        "auto", description="learn from each save: llm, rules (names, dates, numbers), off; auto: llm if configured"
+    )
+    extraction_background: bool = Field(
+        True, description="extract in a background thread; false: rv.extract_pending() (one-shot CLI commands do)"
+    )
+    extraction_max_entities: int = Field(24, ge=1, le=200, description="entities learned from one entry at most")
+    extraction_max_relations: int = Field(40, ge=0, le=500, description="relations learned from one entry at most")
+    extraction_window: int = Field(
+        4, ge=1, le=50, description="rules: a name is mentioned_with the entities within this many mentions of it"
+    )
+    extraction_max_input_chars: int = Field(
+        8000, ge=100, le=1_000_000, description="of an entry's text read (the entry is kept whole)"
+    )
 
     @field_validator("exclusive_relations")
     @classmethod

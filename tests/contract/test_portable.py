@@ -178,6 +178,10 @@ def sample_rows() -> dict[str, list[dict[str, Any]]]:
             {"run_id": "run-2", "target_id": f1["id"], "source_id": "000000000009", "at": T1},
         ],
         "purge_log": [{"fact_id": "00000000000c", "agent_id": "default", "purged_at": T0}],
+        "graph_extraction": [
+            {"fact_id": f2["id"], "agent_id": "default", "queued_at": T1},
+            {"fact_id": f1["id"], "agent_id": "default", "queued_at": T0},
+        ],
         "sessions": [
             {
                 "agent_id": "default",

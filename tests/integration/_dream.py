@@ -41,7 +41,7 @@ def open_engine(
         embedding={"provider": "none"} if embedding is None else embedding,
         llm=llm_settings(server),
         memory={"expansion_enabled": False, **(memory or {})},
-        **sections,
+        **{"graph": {"extraction": "off"}, **sections},  # extraction would ask the scripted LLM too
     )
 
 

@@ -434,6 +434,7 @@ def llm_rv(tmp_path: Path, clock: FakeClock, server: ScriptedOpenAIServer) -> It
         clock=clock,
         embedding={"provider": "hash", "background": False},
         memory={"expansion_enabled": False},
+        graph={"extraction": "off"},  # extraction would ask the scripted LLM too
         conversation={"compaction_keep_recent": 1},
         llm={"provider": "openai", "endpoint": server.url, "model": "m", "max_retries": 0, **prices},
     ) as engine:

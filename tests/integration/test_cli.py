@@ -234,8 +234,11 @@ def test_demo_runs_the_tour(tmp_path: Path) -> None:
     assert "12. Conversation" in result.stdout and "turn 3 of 60 · user" in summary
     assert "> Before I forget: my gym locker code is 4417" in summary
     assert "finds" in result.stdout and ": False" in result.stdout and ": True" in result.stdout
+    assert "13. Knowledge graph" in result.stdout and "path from Ana Costa to New York, 3 hops" in summary
+    assert "thing:Acme Corp -mentioned_with-> thing:Northwind Labs" in summary
+    assert "also names thing:Acme Corp" in summary
     with reverie.open(tmp_path / "demo") as rv:
-        assert rv.stats().live == 11
+        assert rv.stats().live == 14  # the sample's 11, then the graph step's three notes
 
 
 def test_version() -> None:

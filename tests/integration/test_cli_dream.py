@@ -31,6 +31,7 @@ def configure(home: Path, server: ScriptedOpenAIServer | None = None, **sections
     tables: dict[str, dict[str, Any]] = {
         "embedding": {"provider": "none"},
         "memory": {"expansion_enabled": False},
+        "graph": {"extraction": "off"},  # extraction would ask the scripted LLM too
     }
     if server is not None:
         tables["llm"] = llm_settings(server)
@@ -71,7 +72,9 @@ def test_dream_run_json_uses_the_llm_from_the_settings_file(home: Path, server: 
     assert report["llm_calls"] == 1 and report["tokens"] > 0
     assert report["passes"]["consolidation"]["status"] == "ran"
     assert report["passes"]["consolidation"]["counts"]["reviewed"] == 2
-    assert set(report["passes"]) == {"log_retention", "archive_purge", "importance_decay", "forget", "consolidation"}
+    assert set(report["passes"]) == {
+        "log_retention", "archive_purge", "importance_decay", "forget", "consolidation", "graph_consolidation"
+    }  # fmt: skip
     assert chats(server) == 1
     text = words(run(home, "dream", "run"))  # consolidation ran minutes ago: its own interval skips it
     assert "dream of default completed" in text

@@ -110,6 +110,7 @@ def test_compact_uses_the_llm_and_warns_on_fallback(home: Path) -> None:
         with (home / "reverie.toml").open("a", encoding="utf-8") as handle:
             handle.write(f'[llm]\nprovider = "openai"\nendpoint = "{server.url}"\nmodel = "m"\nmax_retries = 0\n')
             handle.write("[memory]\nexpansion_enabled = false\n")
+            handle.write('[graph]\nextraction = "off"\n')
             handle.write("[conversation]\ncompaction_threshold = 8\ncompaction_keep_recent = 2\n")
         run(home, "create", "--id", "s1")
         talk(home, "s1", 9)  # auto compaction: extractive, inline

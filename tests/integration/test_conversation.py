@@ -35,6 +35,7 @@ def open_rv(
         embedding={"provider": "none"},
         llm=llm,
         memory={"expansion_enabled": False},
+        graph={"extraction": "off"},  # extraction would ask the scripted LLM too
         conversation=conversation,
     )
 

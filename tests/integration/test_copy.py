@@ -43,7 +43,10 @@ def dump(store: Store) -> dict[str, list[dict[str, Any]]]:
 
 def build(home: Path, clock: FakeClock) -> Path:
     """A store with a row in every portable table, made the way the engine makes them. Returns its file."""
-    with reverie.open(home, clock=clock, embedding={"provider": "hash", "background": False}) as rv:
+    # Extraction on demand only: the saves stay queued (a row in graph_extraction), and the graph rows below
+    # are the only ones.
+    options = {"embedding": {"provider": "hash", "background": False}, "graph": {"extraction_background": False}}
+    with reverie.open(home, clock=clock, **options) as rv:
         lisbon = rv.memory.save("The user lives in Lisbon", category="user/location", tags=["travel", "home"])
         for text in UNICODE:
             rv.memory.save(text, category="unicode", metadata={"note": text[:5], "n": [1, 2.5]})

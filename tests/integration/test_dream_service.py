@@ -295,7 +295,7 @@ def test_status_from_another_engine_sees_the_running_pass_then_the_tokens(
             status = watcher.dream.status()
             assert status.running is True
             assert status.run is not None and status.run.phase == "running"
-            assert status.run.progress == "4/5 passes"
+            assert status.run.progress == "4/6 passes"
             assert status.as_dict()["run"]["current_pass"] == "consolidation"
             # The passes before it already reported.
             assert set(status.run.report) == set(NO_LLM_PASSES)
@@ -318,7 +318,7 @@ def test_history_keeps_every_run_with_its_pass_reports(home: Path, clock: FakeCl
         assert [r.run_id for r in runs] == [second.run_id, first.run_id]
         assert [r.trigger for r in runs] == ["scheduled", "manual"]
         for run in runs:
-            assert set(run.report) == {*NO_LLM_PASSES, "consolidation"}
+            assert set(run.report) == {*NO_LLM_PASSES, "consolidation", "graph_consolidation"}
             assert run.report["consolidation"]["status"] == "skipped"
             assert run.report["archive_purge"]["summary"].startswith("archive purge")
         assert [r.run_id for r in rv.dream.history(limit=1)] == [second.run_id]
@@ -341,6 +341,7 @@ def _dream_in_process(home: str, url: str, store: dict[str, Any], barrier: Any, 
         embedding={"provider": "none"},
         llm={"provider": "openai", "endpoint": url, "model": "m", "max_retries": 0},
         memory={"expansion_enabled": False},
+        graph={"extraction": "off"},  # extraction would ask the scripted LLM too
         store=store,
     ) as rv:
         barrier.wait(timeout=60)
@@ -401,6 +402,7 @@ def _scheduler_in_process(home: str, url: str, store: dict[str, Any], barrier: A
         embedding={"provider": "none"},
         llm={"provider": "openai", "endpoint": url, "model": "m", "max_retries": 0},
         memory={"expansion_enabled": False},
+        graph={"extraction": "off"},  # extraction would ask the scripted LLM too
         store=store,
     ) as rv:
         barrier.wait(timeout=60)

@@ -61,6 +61,7 @@ def open_engine(home: Path, clock: FakeClock, server: ScriptedOpenAIServer, **me
         embedding={"provider": "hash", "background": False},
         llm={"provider": "openai", "endpoint": server.url, "model": "test-model", "max_retries": 0},
         memory={"expansion_background": False, **memory},
+        graph={"extraction": "off"},  # extraction would ask the scripted LLM too
     )
 
 
@@ -361,7 +362,7 @@ def test_a_cli_save_expands_before_the_command_exits(tmp_path: Path, server: Scr
     home.mkdir()
     (home / "reverie.toml").write_text(
         f'[embedding]\nprovider = "none"\n[llm]\nprovider = "openai"\nendpoint = "{server.url}"\nmodel = "m"\n'
-        "max_retries = 0\n",
+        'max_retries = 0\n[graph]\nextraction = "off"\n',
         encoding="utf-8",
     )
     server.script_chat([FACTS])

@@ -271,7 +271,8 @@ def test_memory_query_options(tools: ToolRegistry, rv: reverie.Reverie) -> None:
 def test_memory_query_answers_with_the_ids_it_was_shown(tmp_path: Path) -> None:
     with ScriptedOpenAIServer() as server:
         llm = {"provider": "openai", "endpoint": server.url, "model": "m", "max_retries": 0}
-        with _open(tmp_path / "llm", llm=llm, memory={"expansion_enabled": False}) as rv:
+        off = {"extraction": "off"}  # extraction would ask the scripted LLM too
+        with _open(tmp_path / "llm", llm=llm, memory={"expansion_enabled": False}, graph=off) as rv:
             tools = ToolRegistry(rv)
             lisbon = rv.memory.save("The user lives in Lisbon", scope=Scope(ALLOWED))
             answer = {"answer": "In Lisbon.", "ids": [lisbon.id, "invented00000", lisbon.id]}

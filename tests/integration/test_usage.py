@@ -36,6 +36,7 @@ def rv(tmp_path: Path, clock: FakeClock, server: ScriptedOpenAIServer) -> Iterat
         clock=clock,
         embedding={"provider": "none"},
         memory={"expansion_enabled": False},
+        graph={"extraction": "off"},  # extraction would ask the scripted LLM too
         llm={"provider": "openai", "endpoint": server.url, "model": "m", "max_retries": 0, **PRICES},
     ) as engine:
         yield engine
@@ -136,6 +137,7 @@ def test_a_store_that_refuses_the_row_does_not_fail_the_call(
         clock=clock,
         embedding={"provider": "none"},
         memory={"expansion_enabled": False},
+        graph={"extraction": "off"},  # extraction would ask the scripted LLM too
         store={"busy_timeout_ms": 50, "lock_wait_seconds": 0.3},
         llm={"provider": "openai", "endpoint": server.url, "model": "m", "max_retries": 0, **PRICES},
     ) as busy:

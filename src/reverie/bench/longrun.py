@@ -258,6 +258,7 @@ def _open(home: Path, clock: FakeClock, server: ScriptedOpenAIServer, embedder: 
         embedding={"provider": embedder, "background": False},
         llm={"provider": "openai", "endpoint": server.url, "model": "scripted", "max_retries": 0},
         memory={"expansion_enabled": False},
+        graph={"extraction": "off"},  # the scripted LLM answers the dream only; the year counts its tokens
         dream={"enabled": True},
     )
 

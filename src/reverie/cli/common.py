@@ -53,18 +53,20 @@ def engine(ctx: typer.Context, *, background: bool = False) -> Iterator[reverie.
     """Open the engine for the chosen home; turn Reverie's errors into a message and an exit code.
     ``background``: keep the background workers (long-running commands)."""
     try:
-        # A one-shot command has no time for background threads: it expands (with an LLM) and embeds what
-        # is pending before it exits instead, so both keep up with saves made from the shell.
+        # A one-shot command has no time for background threads: it expands (with an LLM), extracts into the
+        # knowledge graph and embeds what is pending before it exits instead, so all keep up with the shell.
         rv = reverie.open(
             home_from_env(state(ctx).home),
             embedding={"background": background},
             memory={"expansion_background": background},
+            graph={"extraction_background": background},
         )
     except ReverieError as exc:
         fail(exc)
     try:
         yield rv
         _expand_before_exit(rv)
+        _extract_before_exit(rv)
         _embed_before_exit(rv)
     except ReverieError as exc:
         fail(exc)
@@ -81,6 +83,17 @@ def _expand_before_exit(rv: reverie.Reverie) -> None:
         rv.expand_pending()
     except LLMError as exc:
         err_console.print(f"[yellow]warning:[/] entries wait for their expansion: {exc}")
+
+
+def _extract_before_exit(rv: reverie.Reverie) -> None:
+    """Learn the entities and relations of what this command saved. A failing LLM leaves the entries queued
+    for the next run: a warning, not an error."""
+    if rv.graph_extraction is None:
+        return
+    try:
+        rv.extract_pending()
+    except LLMError as exc:
+        err_console.print(f"[yellow]warning:[/] entries wait for their graph extraction: {exc}")
 
 
 def _embed_before_exit(rv: reverie.Reverie) -> None:

@@ -20,6 +20,7 @@ from reverie.clock import FakeClock, SystemClock
 from reverie.demo import load_sample
 from reverie.errors import ReverieError
 from reverie.testing.openai_server import ScriptedOpenAIServer
+from reverie.tools import ToolContext, ToolRegistry
 
 _QUERIES = (
     "What time zone is Maya in?",
@@ -122,6 +123,7 @@ def _tour(home: Path) -> None:
     _age(home)
     _dream(home)
     _conversation(home)
+    _graph(home)
     console.print("\n[bold green]Tour complete.[/] Next: `reverie memory --help`, and the README's quickstart.")
 
 
@@ -170,7 +172,11 @@ def _dream(home: Path) -> None:
     with ScriptedOpenAIServer() as server:
         server.answer_chat_with(_scripted_consolidator)
         llm = {"provider": "openai", "endpoint": server.url, "model": "scripted", "max_retries": 0}
-        settings: dict[str, Any] = {"embedding": {"provider": "none"}, "memory": {"expansion_enabled": False}}
+        settings: dict[str, Any] = {
+            "embedding": {"provider": "none"},
+            "memory": {"expansion_enabled": False},
+            "graph": {"extraction": "rules"},  # the scripted model answers the dream only
+        }
         with reverie.open(home, clock=clock, llm=llm, **settings) as rv:
             _step(
                 "11. Dream",
@@ -220,3 +226,39 @@ def _conversation(home: Path) -> None:
         console.print(f"sections: {', '.join(f'{s.name} ({s.tokens} tokens)' for s in built.sections)}")
         window = next(s for s in built.sections if s.name == "out_of_window")
         console.print(escape(str(window.messages[0]["content"])))
+
+
+_GRAPH_NOTES = (
+    "Ana Costa runs the Porto office of Acme Corp.",
+    "Acme Corp signed a contract with Northwind Labs on March 14, 2026.",
+    "Bruno from Northwind Labs ships the 3 kiosks to New York.",
+)
+
+
+def _graph(home: Path) -> None:
+    """Three notes saved; the rule-based extractor (no LLM) learns what they name, and a path query joins two
+    things no single note connects."""
+    with reverie.open(
+        home, embedding={"provider": "none"}, graph={"extraction": "rules", "extraction_background": False}
+    ) as rv:
+        _step(
+            "13. Knowledge graph",
+            "Three notes. Without an LLM, rules learn their names, dates and numbers, relating those mentioned "
+            "together; each relation cites the note it came from. A path query then joins two things no single "
+            "note connects.",
+        )
+        saved = [rv.memory.save(note, category="project-context/acme").entry for note in _GRAPH_NOTES]
+        for entry in saved:
+            console.print(render.entry_line(entry, rv.clock.now()))
+        rv.extract_pending()
+        path = rv.graph.path("default", "Ana Costa", "New York")
+        if path is None:  # cannot happen: the three notes chain the two
+            console.print("no path from Ana Costa to New York")
+            return
+        console.print(f"path from {escape(path.start.name)} to {escape(path.goal.name)}, {len(path.triples)} hops:")
+        for triple in path.triples:
+            console.print(f"  {escape(triple.text)}  [dim](from {', '.join(triple.relation.sources)})[/]")
+        explored = ToolRegistry(rv).call("memory_explore", {"id": saved[0].id}, ToolContext())
+        shared = [r for r in explored.data["related"] if r["relation"] == "shared_entity"]
+        links = "; ".join(f"[{r['id']}] also names {r['entity']}" for r in shared) or "none"
+        console.print(f"memory_explore from [{saved[0].id}], entries naming the same things: {escape(links)}")

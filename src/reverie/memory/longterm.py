@@ -90,13 +90,15 @@ class LongTermMemory:
         dedup: Deduplicator | None = None,
         on_read: Callable[[list[str]], None] | None = None,
         expand: Callable[[MemoryEntry], bool] | None = None,
+        extract: Callable[[MemoryEntry], bool] | None = None,
         confidence: Callable[[list[MemoryEntry], Scope], Mapping[str, float]] | None = None,
         on_activity: Callable[[Scope], None] | None = None,
     ) -> None:
         """``dedup``: save-time deduplication (None: every save creates an entry). ``on_read`` is told the
         ids a caller read (search hits, ``get``): reads keep entries warm in the forget sweep. ``expand``
         says whether a fact ``save`` (never ``save_many``) stores as a new or extended entry is queued for
-        the background expansion (``memory.expansion``; None: nothing is). ``confidence`` gives entries'
+        the background expansion (``memory.expansion``; None: nothing is); ``extract`` likewise for the
+        knowledge graph's extraction queue (``memory.graph_extraction``). ``confidence`` gives entries'
         confidence (``memory.lint``), read only when ``belief_authority_weight`` > 0. ``on_activity`` is told
         the scope of every save, search, browse and read (the dream's activity gate and idle trigger)."""
         self._store = store
@@ -107,6 +109,7 @@ class LongTermMemory:
         self._dedup = dedup
         self._on_read = on_read or (lambda _ids: None)
         self._expand = expand
+        self._extract = extract
         self._confidence = confidence
         self._on_activity = on_activity or (lambda _scope: None)
 
@@ -141,6 +144,9 @@ class LongTermMemory:
         expand = self._expand is not None and self._expand(entry)
         with self._store.transaction():
             outcome, entry = self._store_one(entry, now, _flag(dedup, "dedup"), expand=expand)
+            if outcome in ("created", "extended") and self._extract is not None and self._extract(entry):
+                # Queued in the save's transaction: a crash after the save cannot lose the extraction.
+                self._store.facts.queue_graph_extraction(entry.id, entry.scope.agent_id, at=now)
         self._on_saved()
         self._on_activity(entry.scope)
         return SaveResult(outcome=outcome, entry=entry, notes=notes)

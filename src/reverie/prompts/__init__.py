@@ -14,6 +14,7 @@ from pathlib import Path
 log = logging.getLogger("reverie.prompts")
 
 MEMORY_RULES = "memory-rules.md"  # the expansion prompt (seed 000's save_memory enrichment)
+GRAPH_EXTRACT = "graph-extract.md"  # the knowledge graph's extraction prompt (memory.graph_extraction)
 
 
 def default_prompt(name: str) -> str:

@@ -226,6 +226,22 @@ class FactRepository(Protocol):
         reads each through ``owner`` and ``get``."""
         ...
 
+    def queue_graph_extraction(self, entry_id: str, agent_id: str, *, at: datetime) -> None:
+        """Put an entry in the knowledge graph's extraction queue (``memory.graph_extraction``); an entry
+        already queued keeps its place. Called inside the save's transaction, so the queue is durable."""
+        ...
+
+    def graph_extraction_pending(self, limit: int, *, after: int = 0) -> list[tuple[int, str]]:
+        """Up to ``limit`` ``(position, entry_id)`` of queued entries, every agent, in queue order, starting
+        after position ``after`` (a cursor, as ``expansion_pending``). Ids of entries purged since are
+        listed too: the queue reads each through ``owner`` and ``get``."""
+        ...
+
+    def graph_extraction_done(self, entry_id: str) -> bool:
+        """Take an entry out of the extraction queue; False when it was not queued (another worker took it
+        first: inside a transaction this is the claim that makes one worker's writes count)."""
+        ...
+
     def iter_all(self, agent_id: str | None = None) -> Iterator[MemoryEntry]:
         """Every entry, archived included, ordered by id: for copy, reindex and audits."""
         ...

@@ -136,6 +136,7 @@ TABLES: tuple[Table, ...] = (
     ),
     Table("dream_evidence", _cols("run_id:text target_id:text source_id:text at:time"), ("seq",)),
     Table("purge_log", _cols("fact_id:text agent_id:text purged_at:time"), ("seq",)),
+    Table("graph_extraction", _cols("fact_id:text agent_id:text queued_at:time"), ("seq",)),
     Table(
         "sessions",
         _cols(

@@ -6,6 +6,9 @@ An entry's neighbours, each with how it is related:
 - ``merged_into``: the entry it was merged into (its ``superseded_by``);
 - ``sequence_previous`` / ``sequence_next``: the entries before and after it in its sequence
   (``metadata.thread`` / ``metadata.position``: the turns of a conversation, the chunks of a document);
+- ``shared_entity``: an entry that names an entity it names, as the knowledge graph learned them
+  (``memory.graph_extraction``: an entity's ``sources``), the rarest entity first (one few entries name says
+  more than one most do), its most recent entries first, at most ``GRAPH_NEIGHBOURS``; ``entity`` names it;
 - ``recall``: what recall finds for its text, best first (at most ``RECALL_NEIGHBOURS``).
 
 Invariants:
@@ -13,8 +16,8 @@ Invariants:
   user named in a link is skipped exactly like an id that no longer exists. Nothing counts as a read.
 - Breadth first: an entry is reported once, at its first (shortest) hop; the walk stops at ``depth`` hops
   or ``MAX_RELATED`` entries.
-- Merge links reach archived entries (sources are archived by the merge); sequence and recall neighbours
-  are live ones.
+- Merge links reach archived entries (sources are archived by the merge); sequence, shared-entity and recall
+  neighbours are live ones. A shared-entity neighbour is read like any other: through the caller's scope.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reverie.core.consolidation import MERGED_FROM
-from reverie.storage.base import FactFilter
+from reverie.memory.graph import ref_of
+from reverie.storage.base import Entity, FactFilter
 from reverie.tools.base import ToolContext, ToolError, ToolResult, entry_data, entry_line
 from reverie.types import MemoryEntry, Scope
 
@@ -32,19 +36,23 @@ if TYPE_CHECKING:
     from reverie.engine import Reverie
 
 RECALL_NEIGHBOURS = 3
+GRAPH_NEIGHBOURS = 3  # entries sharing an entity with an entry, per entry
+GRAPH_CANDIDATES = 50  # source ids read to find them (some may be out of the caller's scope, or archived)
 MAX_RELATED = 50
 RECALL_QUERY_CHARS = 2000  # of an entry's text, as the query for its recall neighbours
 
 
 @dataclass(frozen=True, slots=True)
 class Related:
-    """An entry found ``hop`` hops out, related to the entry ``via`` by ``relation`` (``score``: recall's)."""
+    """An entry found ``hop`` hops out, related to the entry ``via`` by ``relation`` (``score``: recall's;
+    ``entity``: the ``type:name`` of the entity a ``shared_entity`` neighbour names)."""
 
     entry: MemoryEntry
     relation: str
     via: str
     hop: int
     score: float | None = None
+    entity: str | None = None
 
     def describe(self) -> str:
         thread = self.entry.metadata.get("thread")
@@ -54,12 +62,15 @@ class Related:
             "sequence_previous": f"comes just before [{self.via}] in sequence {thread}",
             "sequence_next": f"comes just after [{self.via}] in sequence {thread}",
             "recall": f"recall finds it for the text of [{self.via}]",
+            "shared_entity": f"names {self.entity} as [{self.via}] does",
         }.get(self.relation, self.relation)
 
     def as_data(self) -> dict[str, Any]:
         out = {**entry_data(self.entry), "relation": self.relation, "via": self.via, "hop": self.hop}
         if self.score is not None:
             out["score"] = round(self.score, 6)
+        if self.entity is not None:
+            out["entity"] = self.entity
         return out
 
 
@@ -100,6 +111,7 @@ def _neighbours(rv: Reverie, entry: MemoryEntry, scope: Scope, hop: int) -> Iter
         for target in _hydrate(rv, [entry.superseded_by], every):
             yield Related(target, "merged_into", entry.id, hop)
     yield from _sequence(rv, entry, live, hop)
+    yield from _shared_entities(rv, entry, live, hop)
     hits = rv.recall.search(entry.content[:RECALL_QUERY_CHARS], live, RECALL_NEIGHBOURS + 1)
     for hit in [h for h in hits if h.entry.id != entry.id][:RECALL_NEIGHBOURS]:
         yield Related(hit.entry, "recall", entry.id, hop, hit.score)
@@ -115,6 +127,17 @@ def _sequence(rv: Reverie, entry: MemoryEntry, flt: FactFilter, hop: int) -> Ite
             continue
         relation = "sequence_previous" if other.metadata.get("position") == position - 1 else "sequence_next"
         yield Related(other, relation, entry.id, hop)
+
+
+def _shared_entities(rv: Reverie, entry: MemoryEntry, flt: FactFilter, hop: int) -> Iterator[Related]:
+    entities = rv.store.graph.entities_of_sources(flt.scope.agent_id, [entry.id])
+    via: dict[str, Entity] = {}
+    for entity in sorted(entities, key=lambda e: (len(e.sources), e.type, e.key)):
+        for source in reversed(entity.sources):  # sources grow in the order they were learned
+            if source != entry.id and len(via) < GRAPH_CANDIDATES:
+                via.setdefault(source, entity)
+    for other in _hydrate(rv, list(via), flt)[:GRAPH_NEIGHBOURS]:
+        yield Related(other, "shared_entity", entry.id, hop, entity=ref_of(via[other.id]))
 
 
 def _hydrate(rv: Reverie, ids: Iterable[str], flt: FactFilter) -> list[MemoryEntry]:

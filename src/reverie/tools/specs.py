@@ -175,8 +175,9 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
     ToolSpec(
         MEMORY_EXPLORE,
         "Walk from a long-term memory to related ones, up to depth hops: what it was merged from or into, its "
-        "neighbours in a sequence (the turns of a thread, the chunks of a document), and the entries recall "
-        "finds for its text. Each related entry says how it is related.",
+        "neighbours in a sequence (the turns of a thread, the chunks of a document), the entries that name a "
+        "person, place or thing it names (the knowledge graph), and the entries recall finds for its text. Each "
+        "related entry says how it is related.",
         _object(
             {"id": _ID, "depth": {"type": "integer", "minimum": 1, "maximum": MAX_EXPLORE_DEPTH, "default": 1}},
             ("id",),

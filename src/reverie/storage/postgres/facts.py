@@ -333,6 +333,7 @@ class PgFacts:
                 purged_at = rule.purged_at if rule.purged_at is not None else rule.archived_before
                 c.execute("DELETE FROM fact_versions WHERE fact_id = ANY(%s)", (purged,))
                 c.execute("DELETE FROM fact_vectors WHERE fact_id = ANY(%s)", (purged,))
+                c.execute("DELETE FROM graph_extraction WHERE fact_id = ANY(%s)", (purged,))
                 c.execute("DELETE FROM facts WHERE id = ANY(%s)", (purged,))
                 c.execute(
                     "INSERT INTO purge_log (fact_id, agent_id, purged_at) SELECT p.fact_id, p.agent_id, %s"
@@ -370,6 +371,32 @@ class PgFacts:
             ).fetchall()
         )
         return [(int(position), str(fact_id)) for position, fact_id in rows]
+
+    def queue_graph_extraction(self, entry_id: str, agent_id: str, *, at: datetime) -> None:
+        self._db.write(
+            lambda c: c.execute(
+                "INSERT INTO graph_extraction (fact_id, agent_id, queued_at) VALUES (%s, %s, %s)"
+                " ON CONFLICT (fact_id) DO NOTHING",
+                (entry_id, agent_id, at),
+            )
+        )
+
+    def graph_extraction_pending(self, limit: int, *, after: int = 0) -> list[tuple[int, str]]:
+        rows = self._db.read(
+            lambda c: c.execute(
+                "SELECT seq, fact_id FROM graph_extraction WHERE seq > %s ORDER BY seq LIMIT %s",
+                (after, max(limit, 0)),
+            ).fetchall()
+        )
+        return [(int(position), str(fact_id)) for position, fact_id in rows]
+
+    def graph_extraction_done(self, entry_id: str) -> bool:
+        # Inside the caller's transaction the DELETE locks the row: a second worker's DELETE waits for the
+        # first to commit, then deletes nothing and knows the entry was taken.
+        deleted = self._db.write(
+            lambda c: c.execute("DELETE FROM graph_extraction WHERE fact_id = %s", (entry_id,)).rowcount
+        )
+        return bool(deleted)
 
     def iter_all(self, agent_id: str | None = None) -> Iterator[MemoryEntry]:
         # Keyset pages, each a short read: no connection is held between pages, so a caller may write while

@@ -382,9 +382,20 @@ CREATE INDEX kg_relations_target ON kg_relations (agent_id, target_id);
 CREATE INDEX kg_relations_relation ON kg_relations (agent_id, relation);
 """
 
+# The knowledge graph's extraction queue (``memory.graph_extraction``), as SQLite's 0014_graph_extraction.
+_GRAPH_EXTRACTION = """
+CREATE TABLE graph_extraction (
+    seq       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    fact_id   text NOT NULL UNIQUE,
+    agent_id  text NOT NULL,
+    queued_at timestamptz NOT NULL
+);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_kv_graph", _KV_GRAPH),
+    ("0003_graph_extraction", _GRAPH_EXTRACTION),
 ]
 
 

@@ -287,6 +287,7 @@ class SqliteFacts:
             for fact_id in purged:
                 c.execute("DELETE FROM fact_versions WHERE fact_id = ?", (fact_id,))
                 c.execute("DELETE FROM fact_vectors WHERE fact_id = ?", (fact_id,))
+                c.execute("DELETE FROM graph_extraction WHERE fact_id = ?", (fact_id,))
                 c.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
                 c.execute(
                     "INSERT INTO purge_log (fact_id, agent_id, purged_at) VALUES (?, ?, ?)",
@@ -319,6 +320,29 @@ class SqliteFacts:
             ).fetchall()
         )
         return [(int(position), str(fact_id)) for position, fact_id in rows]
+
+    def queue_graph_extraction(self, entry_id: str, agent_id: str, *, at: datetime) -> None:
+        self._db.write(
+            lambda c: c.execute(
+                "INSERT INTO graph_extraction (fact_id, agent_id, queued_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (fact_id) DO NOTHING",
+                (entry_id, agent_id, ts(at)),
+            )
+        )
+
+    def graph_extraction_pending(self, limit: int, *, after: int = 0) -> list[tuple[int, str]]:
+        rows = self._db.read(
+            lambda c: c.execute(
+                "SELECT seq, fact_id FROM graph_extraction WHERE seq > ? ORDER BY seq LIMIT ?", (after, max(limit, 0))
+            ).fetchall()
+        )
+        return [(int(position), str(fact_id)) for position, fact_id in rows]
+
+    def graph_extraction_done(self, entry_id: str) -> bool:
+        deleted = self._db.write(
+            lambda c: c.execute("DELETE FROM graph_extraction WHERE fact_id = ?", (entry_id,)).rowcount
+        )
+        return bool(deleted)
 
     def iter_all(self, agent_id: str | None = None) -> Iterator[MemoryEntry]:
         last = ""

@@ -462,6 +462,18 @@ CREATE INDEX kg_relations_target ON kg_relations (agent_id, target_id);
 CREATE INDEX kg_relations_relation ON kg_relations (agent_id, relation);
 """
 
+# The knowledge graph's extraction queue (``memory.graph_extraction``): one row per saved entry waiting for
+# its entities and relations to be learned. The save inserts it in its own transaction and the worker deletes
+# it in the transaction of the graph writes it made, so a crash loses no pending extraction.
+_GRAPH_EXTRACTION = """
+CREATE TABLE graph_extraction (
+    seq       INTEGER PRIMARY KEY,
+    fact_id   TEXT NOT NULL UNIQUE,
+    agent_id  TEXT NOT NULL,
+    queued_at TEXT NOT NULL
+);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -476,6 +488,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0011_working", _WORKING),
     ("0012_keys_usage", _KEYS_USAGE),
     ("0013_kv_graph", _KV_GRAPH),
+    ("0014_graph_extraction", _GRAPH_EXTRACTION),
 ]
 
 
