@@ -49,6 +49,7 @@ HALFVEC_MAX_DIM = 4000
 # hnsw.ef_search: the candidate list a scan keeps; pgvector's default is 40 and its maximum 1,000.
 EF_SEARCH_MIN = 40
 EF_SEARCH_MAX = 1000
+INDEX_BUILD_MEMORY = "2GB"  # maintenance_work_mem while building an index (one statement)
 
 
 def _blob(value: Any) -> bytes:
@@ -177,6 +178,9 @@ class PgVectors:
                 # Checked first: CREATE INDEX IF NOT EXISTS would still wait for the table's writers.
                 row = c.execute("SELECT to_regclass(%s) IS NOT NULL", (index.name,)).fetchone()
                 if not (row and row[0]):
+                    # A graph that fits in maintenance_work_mem builds many times faster (pgvector's advice);
+                    # for this one statement only. A million 384-dimension vectors need about 2 GB.
+                    c.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'")
                     c.execute(index.create())
             return True
 
