@@ -32,6 +32,9 @@ DEFAULT = ToolContext(session_id="s1")
 def _open(home: Path, **overrides: Any) -> reverie.Reverie:
     overrides.setdefault("embedding", {"provider": "none"})
     overrides.setdefault("agents", {ALLOWED: {"allow_self_consolidation": True}})
+    # Graph extraction in a background thread would change the graph between a test's two snapshots of the
+    # state; these tests extract only when they call rv.extract_pending().
+    overrides.setdefault("graph", {"extraction_background": False})
     return reverie.open(home, clock=FakeClock(), **overrides)
 
 
