@@ -98,7 +98,7 @@ QUERIES = [
 @pytest.mark.parametrize("query", QUERIES)
 def test_rankings_agree_with_fts5(store: Store, query: str) -> None:
     if not store.url.startswith("sqlite"):
-        pytest.skip("the index reproduces FTS5's bm25(); PostgreSQL's own full-text search ranks with ts_rank")
+        pytest.skip("the index reproduces FTS5's bm25(); PostgreSQL ranks with ts_rank × idf")
     add_all(store, [fact(n, content) for n, content in enumerate(synthetic_facts(300, seed=7))])
     ours = LexicalIndex(store).search(view(), search_terms(query), 10)
     theirs = fts(store, query, k=10)
