@@ -8,7 +8,30 @@ daemon thread inside a native library (onnxruntime) when the interpreter tears d
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from reverie.errors import ReverieError
+
+log = logging.getLogger("reverie.background")
+
+
+class QueueTiming(Protocol):
+    """The waits of an LLM work queue (expansion, graph extraction), read from its frozen config."""
+
+    @property
+    def poll_seconds(self) -> float: ...  # look for work this often even unwoken
+
+    @property
+    def busy_poll_seconds(self) -> float: ...  # while a user turn holds the LLM
+
+    @property
+    def retry_seconds(self) -> float: ...  # first wait after a failure; doubles up to max_retry_seconds
+
+    @property
+    def max_retry_seconds(self) -> float: ...
 
 
 class BackgroundService:
@@ -20,6 +43,7 @@ class BackgroundService:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.last_error: str | None = None  # the last failure of a queue run (``_serve_queue``); None after a success
 
     def start(self) -> None:
         """Run ``_loop`` in a daemon thread until ``stop``."""
@@ -49,3 +73,31 @@ class BackgroundService:
 
     def _loop(self) -> None:
         raise NotImplementedError
+
+    def _serve_queue(self, run: Callable[[], bool], timing: QueueTiming, label: str) -> None:
+        """The loop of a durable LLM work queue: ``run`` works through the queue and returns True when it
+        stopped because a user turn holds the LLM. A failure (the LLM, the store) leaves the work queued,
+        is kept in ``last_error`` and retried with a doubling back-off; a save's ``notify`` during a run makes
+        the loop run once more."""
+        backoff = timing.retry_seconds
+        while not self._stop.is_set():
+            self._wake.clear()  # a save notified during the run below sets it again: run once more
+            try:
+                deferred = run()
+            except Exception as exc:
+                if self._stop.is_set():
+                    break
+                self.last_error = str(exc)
+                if isinstance(exc, ReverieError):
+                    log.warning("%s failed, retrying in %.0f s: %s", label, backoff, exc)
+                else:
+                    log.exception("%s failed unexpectedly, retrying in %.0f s", label, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, timing.max_retry_seconds)
+                continue
+            self.last_error = None
+            backoff = timing.retry_seconds
+            if deferred:
+                self._stop.wait(timing.busy_poll_seconds)  # a user turn holds the LLM: never queue behind it
+            else:
+                self._wake.wait(timing.poll_seconds)

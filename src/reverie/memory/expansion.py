@@ -50,7 +50,7 @@ from reverie.core import validate
 from reverie.core.coverage import category_matches
 from reverie.core.provenance import least_trusted
 from reverie.core.subject_time import SUBJECT_TIME, SUBJECT_TIME_END, SUBJECT_TIME_START, merge_subject_time
-from reverie.errors import LLMError, ReverieError, ValidationError
+from reverie.errors import LLMError, ValidationError
 from reverie.llm.base import LLM, MALFORMED_ANSWER, Message
 from reverie.llm.usage import agent_context
 from reverie.memory.dedup import BYPASS_CATEGORIES, EXPANDED_FROM, bypasses
@@ -322,25 +322,4 @@ class ExpansionQueue(BackgroundService):
 
     # -- background --------------------------------------------------------------------------------------
     def _loop(self) -> None:
-        backoff = self.config.retry_seconds
-        while not self._stop.is_set():
-            self._wake.clear()  # a save notified during the run below sets it again: run once more
-            try:
-                run = self._run(None)
-            except Exception as exc:  # an LLM or store failure: entries stay pending; retry later
-                if self._stop.is_set():
-                    break
-                self.last_error = str(exc)
-                if isinstance(exc, ReverieError):
-                    log.warning("expansion failed, retrying in %.0f s: %s", backoff, exc)
-                else:
-                    log.exception("expansion failed unexpectedly, retrying in %.0f s", backoff)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, self.config.max_retry_seconds)
-                continue
-            self.last_error = None
-            backoff = self.config.retry_seconds
-            if run.deferred:
-                self._stop.wait(self.config.busy_poll_seconds)  # a user turn holds the LLM: never queue behind it
-            else:
-                self._wake.wait(self.config.poll_seconds)
+        self._serve_queue(lambda: self._run(None).deferred, self.config, "expansion")

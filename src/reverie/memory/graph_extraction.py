@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict
 from reverie.background import BackgroundService
 from reverie.core import extract as rules
 from reverie.core.extract import Extraction
-from reverie.errors import LLMError, NotFound, ReverieError, ValidationError
+from reverie.errors import LLMError, NotFound, ValidationError
 from reverie.llm.base import LLM, MALFORMED_ANSWER, Message
 from reverie.llm.usage import agent_context
 from reverie.memory.dedup import EXPANDED_FROM, bypasses
@@ -297,25 +297,4 @@ class GraphExtractionQueue(BackgroundService):
 
     # -- background --------------------------------------------------------------------------------------
     def _loop(self) -> None:
-        backoff = self.config.retry_seconds
-        while not self._stop.is_set():
-            self._wake.clear()  # a save notified during the run below sets it again: run once more
-            try:
-                run = self._run(None)
-            except Exception as exc:  # an LLM or store failure: entries stay queued; retry later
-                if self._stop.is_set():
-                    break
-                self.last_error = str(exc)
-                if isinstance(exc, ReverieError):
-                    log.warning("graph extraction failed, retrying in %.0f s: %s", backoff, exc)
-                else:
-                    log.exception("graph extraction failed unexpectedly, retrying in %.0f s", backoff)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, self.config.max_retry_seconds)
-                continue
-            self.last_error = None
-            backoff = self.config.retry_seconds
-            if run.deferred:
-                self._stop.wait(self.config.busy_poll_seconds)  # a user turn holds the LLM: never queue behind it
-            else:
-                self._wake.wait(self.config.poll_seconds)
+        self._serve_queue(lambda: self._run(None).deferred, self.config, "graph extraction")

@@ -100,11 +100,6 @@ class PgStore:
     def graph(self) -> PgGraph:
         return self._graph
 
-    @property
-    def database(self) -> PgDatabase:
-        """The connection pool (for the portable copy and the benchmarks inside ``storage``)."""
-        return self._db
-
     def transaction(self) -> AbstractContextManager[None]:
         return self._db.transaction()
 
