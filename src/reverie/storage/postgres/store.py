@@ -100,6 +100,11 @@ class PgStore:
     def graph(self) -> PgGraph:
         return self._graph
 
+    @property
+    def database(self) -> PgDatabase:
+        """The connection pool, for tests and tools inside this package that inspect the database itself."""
+        return self._db
+
     def transaction(self) -> AbstractContextManager[None]:
         return self._db.transaction()
 
