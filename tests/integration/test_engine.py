@@ -138,7 +138,14 @@ def test_unknown_ids_raise_not_found_and_change_nothing(rv: reverie.Reverie, lis
 
 
 def test_a_configured_content_maximum_is_enforced(tmp_path: Path, clock: FakeClock) -> None:
-    with reverie.open(tmp_path / "small", clock=clock, memory={"max_content_chars": 50}) as rv:
+    # No background embedder: a snapshot must not race the worker stamping the first entry's model.
+    with reverie.open(
+        tmp_path / "small",
+        clock=clock,
+        memory={"max_content_chars": 50},
+        embedding={"provider": "hash", "background": False},
+        graph={"extraction": "off"},
+    ) as rv:
         assert rv.memory.save("x" * 50).entry.content == "x" * 50
         eid = rv.memory.save("short").id
         before = snapshot(rv)
