@@ -10,6 +10,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from reverie import engine_parts as parts
 from reverie import service_configs, usage_report
 from reverie.audit import MemoryAudit
 from reverie.clock import Clock, SystemClock
@@ -19,37 +20,34 @@ from reverie.dream.ledger import DreamPassLedger
 from reverie.dream.passes.base import Capability, DreamPass
 from reverie.dream.passes.cold_rewrite import ColdRewritePass
 from reverie.dream.passes.consolidation import ConsolidationPass
+from reverie.dream.passes.curation import AgentCurationPass, DreamTools
 from reverie.dream.passes.graph import GraphConsolidationPass
 from reverie.dream.passes.maintenance import ArchivePurgePass, DecayPass, ForgetPass, LogRetentionPass
 from reverie.dream.service import DreamService
-from reverie.embed.base import Embedder
-from reverie.embed.resolve import make_embedder
-from reverie.errors import ConfigError, ModelMismatch, ReverieError
+from reverie.errors import ReverieError
 from reverie.llm.base import LLM
-from reverie.llm.resolve import make_llm
-from reverie.llm.usage import Prices, UsageLedger, UsageRecord, current_agent
+from reverie.llm.usage import UsageRecord, current_agent
 from reverie.logs import JsonlFile, PrunableLog, RetentionPolicy, SessionJsonlLog
 from reverie.memory.aging import Aging
 from reverie.memory.conversation import ConversationMemory
 from reverie.memory.dedup import Deduplicator
 from reverie.memory.expansion import ExpansionQueue, expandable
 from reverie.memory.graph import KnowledgeGraph
-from reverie.memory.graph_extraction import GraphExtractionQueue, extractable, resolve_mode
+from reverie.memory.graph_extraction import GraphExtractionQueue, extractable
 from reverie.memory.kv import KvMemory
 from reverie.memory.lint import MemoryLint
 from reverie.memory.longterm import LongTermMemory
+from reverie.memory.proactive import ProactiveMemory
 from reverie.memory.working import ToolResultStash, WorkingMemory
-from reverie.prompts import GRAPH_EXTRACT, MEMORY_RULES, read_prompt
+from reverie.prompts import AUTO_MEMORIZE, GRAPH_EXTRACT, MEMORY_RULES, read_prompt
 from reverie.recall.context import ContextBuilder
-from reverie.recall.http_backend import HttpVectorBackend
 from reverie.recall.hybrid import HybridSearch, RecallConfig
-from reverie.recall.index import VectorIndex
-from reverie.recall.store_backend import StoreVectorSearch
 from reverie.recall.worker import EmbeddingWorker
 from reverie.security import ApiKeys
 from reverie.settings import Settings, home_from_env, load_settings
-from reverie.storage import is_database_file, is_url, open_store, store_url
-from reverie.storage.base import FactFilter, NearestVectors, Store, StoreOptions, UsageRow, UsageSummary
+from reverie.skills import FeedbackStore, SkillStore
+from reverie.storage import is_database_file, is_url, store_url
+from reverie.storage.base import FactFilter, Store, UsageRow, UsageSummary
 from reverie.types import HealthReport, MemoryEntry, PurgeReport, StoreStats
 
 log = logging.getLogger("reverie")
@@ -73,11 +71,17 @@ class Reverie:
         working: working memory (namespaced scratch with a TTL); ``working.for_namespace(...)`` opens a view.
         stash: the tool-result stash (parks oversized tool results under ``stash/{session}``).
         kv: key-value memory per agent (``reverie.memory.kv``): set, get, update, delete, list by prefix.
+        skills: the skill store per agent (``reverie.skills``): save, get, list, hybrid search, archive, restore,
+            history, and the usage log (record_usage, usage_counts, co_usage, prefix_clusters, at_risk).
+        feedback: the feedback store per agent (``reverie.skills.feedback``): corrections, session summaries,
+            stale and wrong signals, tied to a session and optionally to entries or skills.
         graph: the knowledge graph per agent (``reverie.memory.graph``): entities, relations, path, subgraph.
         graph_extraction: the background extraction of saved entries into the graph
             (``reverie.memory.graph_extraction``; ``mode`` "llm" or "rules"), or None with ``graph.extraction = "off"``.
         conversation: conversation memory: sessions, turns, the replay window, the archive and session
             compaction (``reverie.memory.conversation``); ``conversation_log`` is its JSONL log.
+        proactive: proactive memory (``reverie.memory.proactive``): auto_memorize after a turn, auto_retrieve
+            before one, user-level memory shared by a user's agents, decay, the cap, auto-consolidation.
         keys: API keys and scopes for the HTTP API and the MCP server (``reverie.security.ApiKeys``).
         settings: the settings it was built from.
         store: the storage backend (for tools that need it; services are the usual way in).
@@ -86,16 +90,16 @@ class Reverie:
     def __init__(self, settings: Settings, *, clock: Clock | None = None, reindex: bool = False) -> None:
         self.settings = settings
         aging = service_configs.aging_config(settings)  # a bad [decay] section fails before anything is opened
-        extraction = _extraction_mode(settings)  # so does "llm" extraction without an LLM
+        extraction = parts.extraction_mode(settings)  # so does "llm" extraction without an LLM
         self._vocabulary: tuple[tuple[int, int] | None, Vocabulary] | None = None
         self.clock: Clock = clock or SystemClock()
-        self.store: Store = _open_store(settings, self.clock)
+        self.store: Store = parts.store(settings, self.clock)
         try:
-            self.embedder = _embedder(settings)
+            self.embedder = parts.embedder(settings)
             if self.embedder is not None:
-                _check_model(self.store, self.embedder, adopt=reindex)
-            self._vector_backend = _vector_backend(settings, self.store, self.embedder)
-            self.llm: LLM | None = _llm(settings, self.clock)
+                parts.check_model(self.store, self.embedder, adopt=reindex)
+            self._vector_backend = parts.vector_backend(settings, self.store, self.embedder)
+            self.llm: LLM | None = parts.llm(settings, self.clock)
         except BaseException:
             self.store.close()
             raise
@@ -111,9 +115,10 @@ class Reverie:
                 candidates=r.candidates,
                 min_similarity=r.min_similarity,
                 agent_min_similarity=tuple(sorted(r.agent_min_similarity.items())),
-                model_min_similarity=getattr(self.embedder, "default_min_similarity", DEFAULT_MIN_SIMILARITY),
+                model_min_similarity=getattr(self.embedder, "default_min_similarity", parts.DEFAULT_MIN_SIMILARITY),
                 neighbour_share=r.neighbour_share,
                 lexical=r.lexical,
+                parallel=r.parallel,
             ),
             vectors=self._vector_backend,
         )
@@ -166,13 +171,21 @@ class Reverie:
             self.expansion = ExpansionQueue(self.store, self.llm, self.clock, self.memory, rules=self.memory_rules)
             if settings.memory.expansion_background:
                 self.expansion.start()
-        model_floor = getattr(self.embedder, "default_min_similarity", DEFAULT_MIN_SIMILARITY)
+        model_floor = getattr(self.embedder, "default_min_similarity", parts.DEFAULT_MIN_SIMILARITY)
         self.working = WorkingMemory(
             self.store, self.clock, service_configs.working_config(settings, model_floor), embedder=self.embedder
         )
         self.stash = ToolResultStash(self.working)
         self.kv = KvMemory(self.store, self.clock, service_configs.kv_config(settings))
         self.graph = KnowledgeGraph(self.store, self.clock, service_configs.graph_config(settings))
+        self.skills = SkillStore(
+            self.store,
+            self.clock,
+            service_configs.skills_config(settings),
+            embedder=self.embedder,
+            floor=lambda agent_id: self.recall.floor(agent_id, None),
+        )
+        self.feedback = FeedbackStore(self.store, self.clock, log_retention_days=settings.skills.log_retention_days)
         self.graph_extraction: GraphExtractionQueue | None = None
         if extraction is not None:
             self.graph_extraction = GraphExtractionQueue(
@@ -188,6 +201,21 @@ class Reverie:
         self._logs: list[PrunableLog] = [self.dream_log]
         self.conversation_log = SessionJsonlLog(settings.home / "logs" / CONVERSATION_LOG, "conversation")
         self.register_log(self.conversation_log)
+        self.proactive = ProactiveMemory(
+            self.store,
+            self.clock,
+            self.memory,
+            self.recall,
+            self.kv,
+            service_configs.proactive_config(settings),
+            llm=self.llm,
+            prompt=self.auto_memorize_prompt,
+            graph=extraction is not None,
+            on_read=self.aging.note_reads,
+        )
+        p = settings.proactive
+        if p.enabled and p.memorize_on_turn and p.memorize_background:
+            self.proactive.start()
         self.conversation = ConversationMemory(
             self.store,
             self.clock,
@@ -196,9 +224,15 @@ class Reverie:
             llm=self.llm,
             home=settings.home,
             on_activity=self.activity.note,
+            on_turn=self.proactive.on_turn,
         )
         self.context = ContextBuilder(
-            self.memory, self.working, self.conversation, self.clock, service_configs.context_config(settings)
+            self.memory,
+            self.working,
+            self.conversation,
+            self.clock,
+            service_configs.context_config(settings),
+            proactive=self.proactive.for_context,
         )
         self.audit = MemoryAudit(self.store, self.clock, settings.home, service_configs.audit_config(settings))
         self.dream = self._dream_service()
@@ -233,12 +267,18 @@ class Reverie:
             )
         if d.graph_enabled:  # after consolidation: which entries are live decides which entities are stale
             passes.append(GraphConsolidationPass(self.graph, service_configs.graph_pass_config(self.settings)))
+        # Last: the agent curates what the deterministic passes left. Always listed; its own gates (both
+        # auto_dream switches off by default) skip it and say why.
+        curation = service_configs.curation_config(self.settings)
+        passes.append(AgentCurationPass(curation, self._dream_tools(), dream_log=self.dream_log))
         capabilities = {
             c for c, present in ((Capability.LLM, self.llm), (Capability.EMBEDDER, self.embedder)) if present
-        }
+        } | {Capability.SKILLS, Capability.FEEDBACK}  # the skill and feedback stores are always there
         jobs: list[Callable[[datetime], object]] = [
             self.conversation.purge_job,  # deleted sessions go after the retention
             self.kv.purge_job,  # deleted key-value items too
+            self.skills.purge_job,  # archived skills after the retention, old usage rows after theirs
+            self.feedback.purge_job,  # old feedback signals after the log retention
             lambda _now: self.working.maybe_sweep(),  # expired working memory, hourly
         ]
         if self.settings.audit.enabled:
@@ -258,6 +298,13 @@ class Reverie:
             embedding_model=self.embedder.model_id if self.embedder is not None else None,
             jobs=jobs,
         )
+
+    def _dream_tools(self) -> DreamTools:
+        """The agent tools as the auto-dream calls them. ``reverie.tools`` sits above the engine (its handlers
+        take the engine), so it is imported here, when the engine is being built, never at module import."""
+        from reverie.tools.dream import DreamToolRunner
+
+        return DreamToolRunner(self)
 
     def _related(self, entry: MemoryEntry, limit: int) -> list[str]:
         """Ids recall finds for an entry's text in its own scope (the consolidation pass's related entries)."""
@@ -319,6 +366,11 @@ class Reverie:
         """The expansion prompt, re-read on every call (an edit takes effect at the next run):
         ``<home>/memory-rules.md`` when present and not empty, else the built-in one."""
         return read_prompt(MEMORY_RULES, self.settings.home)
+
+    def auto_memorize_prompt(self) -> str:
+        """Proactive memory's extraction prompt, re-read on every call: ``<home>/auto-memorize.md`` when
+        present and not empty, else the built-in one."""
+        return read_prompt(AUTO_MEMORIZE, self.settings.home)
 
     def graph_extract_prompt(self) -> str:
         """The graph extraction prompt, re-read on every run: ``<home>/graph-extract.md`` when present and
@@ -409,14 +461,17 @@ class Reverie:
             self.expansion.stop(0)  # ask first: closing the client below then cuts its call short
         if self.graph_extraction is not None:
             self.graph_extraction.stop(0)
+        self.proactive.stop(0)
         if self.llm is not None:
             self.llm.close()
         if self.expansion is not None:
             self.expansion.stop()
         if self.graph_extraction is not None:
             self.graph_extraction.stop()
+        self.proactive.stop()
         if self.embedding is not None:
             self.embedding.stop()
+        self.recall.close()
         if self._vector_backend is not None:
             self._vector_backend.close()
         try:
@@ -461,96 +516,3 @@ def open(  # noqa: A001
         overrides["store"] = {**(overrides.get("store") or {}), "url": store_url(target)}
     home.mkdir(parents=True, exist_ok=True)
     return Reverie(load_settings(home, overrides), clock=clock, reindex=reindex)
-
-
-ACTIVE_MODEL_KEY = "embedding_model"
-DEFAULT_MIN_SIMILARITY = 0.5  # seed 000's MinSimilarityThreshold, for models we have not calibrated
-
-
-def _open_store(settings: Settings, clock: Clock) -> Store:
-    s = settings.store
-    return open_store(
-        s.url or store_url(settings.home),
-        now=clock.now(),
-        options=StoreOptions(
-            busy_timeout_ms=s.busy_timeout_ms,
-            lock_wait_seconds=s.lock_wait_seconds,
-            synchronous=s.synchronous,
-            pool_size=s.pool_size,
-        ),
-    )
-
-
-def _embedder(settings: Settings) -> Embedder | None:
-    e = settings.embedding
-    return make_embedder(
-        e.provider,
-        endpoint=e.endpoint,
-        model=e.model,
-        api_key=e.api_key,
-        dim=e.dim,
-        timeout=e.timeout_seconds,
-        max_input_chars=e.max_input_chars,
-        threads=e.threads,
-    )
-
-
-def _vector_backend(
-    settings: Settings, store: Store, embedder: Embedder | None
-) -> HttpVectorBackend | VectorIndex | StoreVectorSearch | None:
-    """The vector backend ``recall.vector_backend`` names: the in-process index (with its ANN threshold),
-    the store's own nearest-neighbour search, or the external service; "auto" is the store's search when it
-    has one (``NearestVectors``), else the in-process index. None without an embedder, when no vector search
-    runs at all. Settings validation has already refused an unknown backend, or "http" without a URL, by
-    name; "store" on a store that cannot search is refused here, embedder or not."""
-    r = settings.recall
-    if r.vector_backend == "store" and not isinstance(store.vectors, NearestVectors):
-        raise ConfigError(
-            f'recall.vector_backend = "store" needs a store that searches vectors itself (PostgreSQL with pgvector);'
-            f' {store.url} does not: use "memory" (or "auto")'
-        )
-    if embedder is None:
-        return None
-    if r.vector_backend in ("store", "auto") and isinstance(store.vectors, NearestVectors):
-        return StoreVectorSearch(store.vectors, embedder.model_id, embedder.dim)
-    if r.vector_backend in ("memory", "auto"):
-        return VectorIndex(store, embedder.model_id, embedder.dim, ann_threshold=r.ann_threshold)
-    if r.vector_store_url is None:  # only reachable with unvalidated settings (model_construct)
-        raise ConfigError('recall.vector_backend = "http" needs recall.vector_store_url')
-    return HttpVectorBackend(store, r.vector_store_url, embedder.model_id, embedder.dim)
-
-
-def _check_model(store: Store, embedder: Embedder, *, adopt: bool) -> None:
-    """Refuse to mix embedding models: vectors of another model in the store need ``reverie reindex``."""
-    active = store.meta.get(ACTIVE_MODEL_KEY)
-    if active is not None and active != embedder.model_id and not adopt and store.vectors.counts().get(active):
-        raise ModelMismatch(
-            f"the store's vectors were made by {active!r} but the configured embedder is {embedder.model_id!r}; "
-            "run `reverie reindex` to re-embed everything with the new model, or configure the old one"
-        )
-    if active != embedder.model_id:
-        store.meta.set(ACTIVE_MODEL_KEY, embedder.model_id)
-
-
-def _extraction_mode(settings: Settings) -> str | None:
-    """``[graph] extraction`` resolved: "llm", "rules", or None (off). "llm" without an LLM is a ConfigError."""
-    try:
-        return resolve_mode(settings.graph.extraction, has_llm=settings.llm.provider != "none")
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-
-
-def _llm(settings: Settings, clock: Clock) -> LLM | None:
-    s = settings.llm
-    return make_llm(
-        s.provider,
-        endpoint=s.endpoint,
-        model=s.model,
-        api_key=s.api_key,
-        connect_timeout=s.connect_timeout_seconds,
-        timeout=s.timeout_seconds,
-        max_retries=s.max_retries,
-        backoff_seconds=s.backoff_seconds,
-        prices=Prices(s.price_input_per_mtok, s.price_output_per_mtok),
-        ledger=UsageLedger(clock=clock),
-    )

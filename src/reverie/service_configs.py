@@ -8,6 +8,7 @@ from datetime import timedelta
 from reverie.audit import AuditConfig
 from reverie.core.aging import ImportanceDecay, RetentionParams
 from reverie.dream.passes.consolidation import ConsolidationConfig
+from reverie.dream.passes.curation import AgentCuration, CurationConfig
 from reverie.dream.passes.graph import GraphPassConfig
 from reverie.dream.schedule import Schedule
 from reverie.dream.service import DreamConfig
@@ -20,9 +21,12 @@ from reverie.memory.graph_extraction import ExtractionConfig
 from reverie.memory.kv import KvConfig
 from reverie.memory.lint import LintConfig
 from reverie.memory.longterm import LongTermConfig
+from reverie.memory.proactive import ProactiveConfig
+from reverie.memory.proactive_upkeep import UpkeepConfig
 from reverie.memory.working import WorkingConfig
 from reverie.recall.context import ContextConfig
 from reverie.settings import Settings
+from reverie.skills import SkillsConfig
 
 
 def aging_config(settings: Settings) -> AgingConfig:
@@ -182,6 +186,29 @@ def graph_pass_config(settings: Settings) -> GraphPassConfig:
     return GraphPassConfig(stale_days=d.graph_stale_days, merge_types=tuple(tuple(g) for g in d.graph_merge_types))
 
 
+def curation_config(settings: Settings) -> CurationConfig:
+    """The auto-dream's switches and thresholds: ``[dream] auto_dream_*`` and each ``[agents.<id>]``'s own."""
+    d = settings.dream
+    agents = {
+        agent_id: AgentCuration(
+            auto_dream=a.auto_dream,
+            min_hours=a.auto_dream_min_hours,
+            min_sessions=a.auto_dream_min_sessions,
+            allow_self_consolidation=a.allow_self_consolidation,
+        )
+        for agent_id, a in settings.agents.items()
+    }
+    return CurationConfig(
+        enabled=d.auto_dream_enabled,
+        min_hours=d.auto_dream_min_hours,
+        min_sessions=d.auto_dream_min_sessions,
+        timeout_seconds=d.auto_dream_timeout_seconds,
+        max_turns=d.auto_dream_max_turns,
+        result_chars=d.auto_dream_result_chars,
+        agents=agents,
+    )
+
+
 def graph_config(settings: Settings) -> GraphConfig:
     g = settings.graph
     return GraphConfig(
@@ -199,4 +226,44 @@ def extraction_config(settings: Settings) -> ExtractionConfig:
         max_relations=g.extraction_max_relations,
         window=g.extraction_window,
         max_input_chars=g.extraction_max_input_chars,
+    )
+
+
+def proactive_config(settings: Settings) -> ProactiveConfig:
+    p = settings.proactive
+    return ProactiveConfig(
+        enabled=p.enabled,
+        categories=tuple(p.categories),
+        session_ttl_hours=p.session_ttl_hours,
+        retrieve_limit=p.retrieve_limit,
+        min_similarity=p.min_similarity,
+        agent_min_similarity=tuple(sorted(p.agent_min_similarity.items())),
+        consolidate_every=p.consolidate_every,
+        memorize_on_turn=p.memorize_on_turn,
+        upkeep=UpkeepConfig(
+            decay_rate=p.confidence_decay_rate,
+            sweep_minutes=p.decay_sweep_minutes,
+            max_entries=p.max_entries_per_agent,
+            consolidate_window=p.consolidate_window,
+            duplicate_cosine=p.duplicate_cosine,
+            duplicate_jaccard=p.duplicate_jaccard,
+        ),
+    )
+
+
+def skills_config(settings: Settings) -> SkillsConfig:
+    """``[skills]``, with memory's archive retention, recall's semantic weight and the embedder's input cap."""
+    k = settings.skills
+    return SkillsConfig(
+        max_skills_per_agent=k.max_skills_per_agent,
+        max_content_chars=k.max_content_chars,
+        search_limit=k.search_limit,
+        sparse_chars=k.sparse_chars,
+        sparse_days=k.sparse_days,
+        usage_window_days=k.usage_window_days,
+        co_usage_pairs=k.co_usage_pairs,
+        archive_retention_days=settings.memory.archive_retention_days,
+        log_retention_days=k.log_retention_days,
+        semantic_weight=settings.recall.semantic_weight,
+        max_input_chars=settings.embedding.max_input_chars,
     )

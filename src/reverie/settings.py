@@ -19,8 +19,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from reverie.core.graph import relation_key
 from reverie.core.graph_upkeep import type_groups
+from reverie.core.proactive import CATEGORIES as PROACTIVE_CATEGORIES
 from reverie.errors import ConfigError
-from reverie.types import Tier
+from reverie.types import RESERVED_AGENT_PREFIX, Tier
 
 SETTINGS_FILE = "reverie.toml"
 VECTOR_BACKENDS = ("auto", "memory", "store", "http")
@@ -136,6 +137,9 @@ class RecallSettings(_Section):
     belief_authority_weight: float = Field(
         0.0, ge=0, le=1, description="how much confidence weighs in ranking (seed 003); 0 leaves ranking alone"
     )
+    parallel: bool = Field(
+        True, description="hybrid search fetches its vector candidates on a worker thread beside the BM25 ones"
+    )
 
     @field_validator("vector_backend")
     @classmethod
@@ -228,6 +232,15 @@ class DreamSettings(_Section):
         default_factory=list, description='groups of entity types merged as one, e.g. [["company", "organization"]]'
     )
     runs_retention_days: float = Field(400.0, gt=0, description="recorded dream runs are kept this long")
+    # The agent-curated auto-dream (seed 004): armed only with this AND the agent's own [agents.<id>] auto_dream.
+    auto_dream_enabled: bool = Field(False, description="the agent_curation pass may run (agents opt in too)")
+    auto_dream_min_hours: float = Field(24.0, ge=0, description="earliest an agent's auto-dream runs again")
+    auto_dream_min_sessions: int = Field(5, ge=0, description="sessions active since the last auto-dream first")
+    auto_dream_timeout_seconds: float = Field(600.0, gt=0, description="an auto-dream asks no more after this")
+    auto_dream_max_turns: int = Field(12, ge=1, le=100, description="LLM turns of one auto-dream at most")
+    auto_dream_result_chars: int = Field(
+        4000, ge=200, le=100_000, description="a tool result shown back to the model is cut to this"
+    )
 
     @field_validator("graph_merge_types")
     @classmethod
@@ -357,6 +370,79 @@ class GraphSettings(_Section):
         return value
 
 
+class ProactiveSettings(_Section):
+    """Proactive memory (seed 004): memories extracted after a turn, recalled before one, user-level memory
+    shared by a user's agents, confidence decay, a per-agent cap and auto-consolidation."""
+
+    enabled: bool = Field(
+        True, description="the per-turn context includes proactive memories; memorize_on_turn may run"
+    )
+    categories: list[str] = Field(
+        default_factory=lambda: list(PROACTIVE_CATEGORIES),
+        description="categories auto_memorize extracts; anything else an LLM proposes is dropped",
+    )
+    session_ttl_hours: float = Field(24.0, gt=0, description="session_memory expires this long after it is saved")
+    confidence_decay_rate: float = Field(
+        0.01, ge=0, le=10, description="per day: confidence x e^(-rate x days since access), after a day untouched"
+    )
+    decay_sweep_minutes: float = Field(60.0, ge=0, description="an agent's decay sweep runs at most this often")
+    max_entries_per_agent: int = Field(
+        1000, ge=1, description="live proactive entries per agent (and per user); past it the weakest are archived"
+    )
+    consolidate_every: int = Field(10, ge=1, description="auto-consolidate after this many auto_memorize calls")
+    consolidate_window: int = Field(100, ge=2, description="most recent proactive entries an auto-consolidation scans")
+    duplicate_cosine: float = Field(0.9, gt=0, le=1, description="cosine from which two memories are duplicates")
+    duplicate_jaccard: float = Field(
+        0.7, gt=0, le=1, description="content-word Jaccard from which two memories are duplicates (no vectors)"
+    )
+    min_similarity: float | None = Field(
+        None, ge=0, le=1, description="retrieval floor on cosine similarity; None: none (inert without an embedder)"
+    )
+    agent_min_similarity: dict[str, float] = Field(
+        default_factory=dict, description="per-agent retrieval floors, over min_similarity"
+    )
+    retrieve_limit: int = Field(8, ge=1, le=100, description="memories auto_retrieve returns at most")
+    memorize_on_turn: bool = Field(False, description="auto_memorize after every assistant turn that is recorded")
+    memorize_background: bool = Field(
+        True, description="with an LLM, memorize turns in a background thread; false: rv.proactive.memorize_pending()"
+    )
+
+    @field_validator("categories")
+    @classmethod
+    def _category_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or not name.isascii() or not all(c.islower() or c.isdigit() or c == "_" for c in name):
+                raise ValueError(f"categories: {name!r} must be lower-case letters, digits and '_'")
+        if not value:
+            raise ValueError("categories: at least one")
+        return list(dict.fromkeys(value))
+
+    @field_validator("agent_min_similarity")
+    @classmethod
+    def _floors(cls, value: dict[str, float]) -> dict[str, float]:
+        for agent, floor in value.items():
+            if not 0.0 <= floor <= 1.0:
+                raise ValueError(f"agent_min_similarity.{agent} must be between 0 and 1")
+        return value
+
+
+class SkillsSettings(_Section):
+    """The skill store, its usage log and the feedback log (seed 001's skill and feedback stores)."""
+
+    max_skills_per_agent: int = Field(
+        1000, ge=1, le=100_000, description="live skills an agent may hold; a save of a new name past it is refused"
+    )
+    max_content_chars: int = Field(50_000, ge=1, le=1_000_000, description="longest skill content a save accepts")
+    search_limit: int = Field(10, ge=1, le=1000, description="skills a search returns by default")
+    sparse_chars: int = Field(200, ge=1, description="a skill with less content than this is sparse (Pass 4)")
+    sparse_days: float = Field(7.0, ge=0, description="a sparse skill counts once it is older than this (days)")
+    usage_window_days: float = Field(30.0, gt=0, description="usage counts and co-usage look back this far")
+    co_usage_pairs: int = Field(10, ge=1, le=1000, description="most co-used skill pairs reported")
+    log_retention_days: float = Field(
+        90.0, ge=0, description="usage and feedback rows older than this are purged (0: kept forever)"
+    )
+
+
 class AgentSettings(_Section):
     """One agent's own switches (TOML ``[agents.<id>]``). Seed 004: what lets an agent's own tool reach
     its whole store is armed here, per agent, and never by a deployment-wide setting."""
@@ -364,6 +450,9 @@ class AgentSettings(_Section):
     allow_self_consolidation: bool = Field(
         False, description="the agent's own tool may merge near-duplicates across its whole store"
     )
+    auto_dream: bool = Field(False, description="this agent takes part in the auto-dream (with [dream]'s switch)")
+    auto_dream_min_hours: float | None = Field(None, ge=0, description="overrides [dream] auto_dream_min_hours")
+    auto_dream_min_sessions: int | None = Field(None, ge=0, description="overrides [dream] auto_dream_min_sessions")
 
 
 class Settings(BaseSettings):
@@ -385,6 +474,8 @@ class Settings(BaseSettings):
     working: WorkingSettings = Field(default_factory=WorkingSettings)
     kv: KvSettings = Field(default_factory=KvSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    proactive: ProactiveSettings = Field(default_factory=ProactiveSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict, description="per-agent switches by agent id")
 
     @field_validator("agents")
@@ -393,6 +484,8 @@ class Settings(BaseSettings):
         for agent_id in value:
             if not agent_id.strip() or agent_id != agent_id.strip() or not agent_id.isprintable():
                 raise ValueError(f"agents: {agent_id!r} is not an agent id")
+            if agent_id.startswith(RESERVED_AGENT_PREFIX):
+                raise ValueError(f"agents: {agent_id!r} is reserved (ids starting with {RESERVED_AGENT_PREFIX!r})")
         return value
 
 

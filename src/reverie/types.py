@@ -20,6 +20,11 @@ from typing import Any
 
 DEFAULT_AGENT = "default"
 DEFAULT_CATEGORY = "general"
+# Agent ids starting with this are reserved for the engine: no public entry point accepts one.
+RESERVED_AGENT_PREFIX = "@"
+# The reserved agent id user-level memory is stored under (proactive memory's user_memory): an entry of
+# Scope(agent_id=USER_AGENT, user_id=U) is shared by every agent serving user U (``reverie.memory.proactive``).
+USER_AGENT = "@user"
 
 
 class Tier(StrEnum):

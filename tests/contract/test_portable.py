@@ -73,8 +73,14 @@ def _version(fact: dict[str, Any], version: int, change: str, at_: Any) -> dict[
 
 
 def _vector(fact_id: str, vector: bytes, at_: Any) -> dict[str, Any]:
-    return {"fact_id": fact_id, "agent_id": "default", "model": "hash-8", "dim": 8, "vector": vector,
-            "embedded_at": at_}
+    return {
+        "fact_id": fact_id,
+        "agent_id": "default",
+        "model": "hash-8",
+        "dim": 8,
+        "vector": vector,
+        "embedded_at": at_,
+    }
 
 
 def sample_rows() -> dict[str, list[dict[str, Any]]]:
@@ -377,6 +383,64 @@ def sample_rows() -> dict[str, list[dict[str, Any]]]:
                 "ok": False,
             },
         ],
+        **_skill_rows(),
+    }
+
+
+def _skill_rows() -> dict[str, list[dict[str, Any]]]:
+    """Rows of the skill store, the usage log and the feedback log (inserted out of name order)."""
+    email = {
+        "agent_id": "default",
+        "name": "mcp/email",
+        "summary": "Send mail through MCP ✓",
+        "content": UNICODE_TEXTS[3],
+        "see_also": ["mcp/calendar"],
+        "metadata": {"source": "dream", "merged_from": ["email", "mail"], "n": [1, 2.5, None, True]},
+        "created_at": T0,
+        "updated_at": T1,
+        "last_used_at": T1,
+        "archived_at": None,
+        "version": 2,
+        "vector": VEC_B,
+        "vector_model": "hash-8",
+    }
+    old = {**email, "name": "mail", "see_also": [], "metadata": {}, "last_used_at": None, "archived_at": T1,
+           "version": 1, "vector": None, "vector_model": None}  # fmt: skip
+    version = {key: email[key] for key in ("agent_id", "name", "summary", "content", "see_also", "metadata")}
+    return {
+        "skills": [email, old],
+        "skill_versions": [
+            {**version, "version": 2, "change": "edited", "recorded_at": T1, "archived": False},
+            {**version, "version": 1, "change": "created", "recorded_at": T0, "archived": False},
+        ],
+        "skill_usage": [
+            {"agent_id": "default", "session_id": "s1", "name": "mcp/email", "used_at": T1},
+            {"agent_id": "default", "session_id": "s0", "name": "mail", "used_at": T0},
+        ],
+        "feedback": [
+            {
+                "feedback_id": "fb2",
+                "agent_id": "default",
+                "session_id": "s1",
+                "kind": "session_summary",
+                "rating": "poor",
+                "comment": "wrong recipient ✗",
+                "entry_ids": ["00000000000b"],
+                "skill_names": ["mcp/email"],
+                "created_at": T1,
+            },
+            {
+                "feedback_id": "fb1",
+                "agent_id": "default",
+                "session_id": "s0",
+                "kind": "stale",
+                "rating": None,
+                "comment": None,
+                "entry_ids": [],
+                "skill_names": [],
+                "created_at": T0,
+            },
+        ],
     }
 
 
@@ -578,9 +642,7 @@ def test_a_store_cannot_be_copied_onto_itself(store: Store) -> None:
 def test_working_memory_keeps_its_order_after_a_copy(store: Store, other: Store) -> None:
     load(store, sample_rows())
     portable.copy(store, other)
-    other.working.put(
-        WorkingEntry(agent_id="default", key="scratch/c", value="third", stored_at=T0, expires_at=T1)
-    )
+    other.working.put(WorkingEntry(agent_id="default", key="scratch/c", value="third", stored_at=T0, expires_at=T1))
     seqs = {r["key"]: r["seq"] for r in other.export_rows("working_entries")}
     assert seqs["scratch/a"] == 7 and seqs["scratch/b"] == 3
     assert seqs["scratch/c"] > 7

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -11,8 +12,10 @@ from pathlib import Path
 import pytest
 
 import reverie
+from reverie import Scope
 from reverie.clock import FakeClock
 from reverie.errors import ConfigError
+from reverie.memory.aging import Aging
 from reverie.types import Change
 
 
@@ -150,6 +153,19 @@ def test_reads_keep_an_entry_warm(rv: reverie.Reverie, clock: FakeClock) -> None
     entry = rv.memory.get(read.id)
     assert not entry.archived and entry.read_strength > 0 and entry.read_at == clock.now()
     assert entry.last_seen_at == read.entry.last_seen_at  # a read is not a reinforcement
+
+
+def test_a_full_batch_of_reads_is_written_off_the_reading_thread(rv: reverie.Reverie, clock: FakeClock) -> None:
+    saved = rv.memory.save_many([{"content": f"Note number {i} about the harbour."} for i in range(Aging.FLUSH_AT)])
+    ids = [s.id for s in saved]
+    # The reader's own transaction rolls back: reads written on the reader's thread would roll back with it.
+    with pytest.raises(RuntimeError), rv.store.transaction():
+        rv.aging.note_reads(ids)  # fills the batch: a writer thread takes it, the reader goes on
+        raise RuntimeError("the reader's transaction fails")
+    for writer in [t for t in threading.enumerate() if t.name == "reverie-reads"]:
+        writer.join()
+    assert all(rv.store.facts.get(i, Scope()).read_at == clock.now() for i in ids)  # type: ignore[union-attr]
+    assert rv.aging.flush_reads() == 0  # nothing left waiting
 
 
 def test_reads_are_written_when_the_engine_closes(tmp_path: Path, clock: FakeClock) -> None:

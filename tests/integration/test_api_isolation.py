@@ -2,7 +2,13 @@
 an admin key run random sequences of saves, reads, edits, deletes, restores, re-scorings, searches and
 browses, each with a random key against a random agent's path and a random entry id (their own, another
 agent's, or unknown). No request may ever return or change another agent's data: after every step each
-agent's entries in the store equal a model built only from what was allowed to happen to them."""
+agent's entries in the store equal a model built only from what was allowed to happen to them.
+
+Proactive memory joins in with two users: memorizing (agent memories, and user memories shared by every
+agent serving that user), retrieving, listing a user's memory and forgetting. User memory is the one thing
+shared: any agent may read and forget the memory of the user it names, and nothing else of another agent or
+another user ever comes back. Each user's memories in the store equal a model of what was allowed too, and
+an agent's key-value copies (``memory:{id}``) are of its own entries only."""
 
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 import reverie
+from reverie.types import USER_AGENT
 
 from ._api import READ_WRITE, client, memory, serving
 
@@ -51,6 +58,9 @@ class Isolation(RuleBasedStateMachine):
         run = uuid.uuid4().hex[:8]  # fresh agents for every example: the store is shared
         self.agents = [f"agent-{n}-{run}" for n in range(3)]
         self.model: dict[str, dict[str, Fact]] = {a: {} for a in self.agents}
+        self.users = [f"user-{n}-{run}" for n in range(2)]
+        self.user_model: dict[str, dict[str, Fact]] = {u: {} for u in self.users}
+        self.proactive: set[str] = set()  # ids of proactive entries (memorized), of agents and users alike
         self.keys = [self.admin]
         for agent in self.agents:
             self.keys.append(Key(self.rv.keys.create("rw", agent_id=agent, scopes=READ_WRITE)[1], agent, True))
@@ -70,7 +80,7 @@ class Isolation(RuleBasedStateMachine):
     def _pick(self, data: st.DataObject) -> tuple[Key, str, str]:
         key = data.draw(st.sampled_from(self.keys), label="key")
         agent = data.draw(st.sampled_from(self.agents), label="path agent")
-        ids = sorted(i for facts in self.model.values() for i in facts)
+        ids = sorted(i for facts in [*self.model.values(), *self.user_model.values()] for i in facts)
         entry_id = data.draw(st.sampled_from([*ids, UNKNOWN]), label="entry")
         return key, agent, entry_id
 
@@ -81,7 +91,7 @@ class Isolation(RuleBasedStateMachine):
             return False
         if self._owner(entry_id) != agent:
             assert response.status_code == 404, response.text
-            for other, facts in self.model.items():  # nothing of another agent leaks into the message
+            for other, facts in [*self.model.items(), *self.user_model.items()]:  # nothing leaks into the message
                 if other != agent and entry_id in facts:
                     assert facts[entry_id].content not in response.text
             return False
@@ -182,18 +192,118 @@ class Isolation(RuleBasedStateMachine):
             self._check_entry(agent, entry)
         assert {e["id"] for e in entries} == {i for i, f in self.model[agent].items() if not f.archived}
 
+    # -- proactive memory, and the user-level memory it shares ------------------------------------------------
+    def _check_proactive(self, agent: str, user: str | None, body: dict[str, Any]) -> None:
+        """A proactive entry a request about ``agent`` (and ``user``) returned is the agent's agent-wide one, or
+        the named user's user memory: nothing else, and as the model has it."""
+        if body["agent_id"] == USER_AGENT:
+            assert user is not None and body["user_id"] == user
+            fact = self.user_model[user][body["id"]]
+        else:
+            assert (body["agent_id"], body["user_id"]) == (agent, None)
+            fact = self.model[agent][body["id"]]
+        assert (body["content"], body["archived"]) == (fact.content, fact.archived)
+
+    @rule(data=st.data(), content=text, kind=st.sampled_from(["user", "agent"]), named=st.booleans())
+    def memorize(self, data: st.DataObject, content: str, kind: str, named: bool) -> None:
+        key = data.draw(st.sampled_from(self.keys), label="key")
+        agent = data.draw(st.sampled_from(self.agents), label="path agent")
+        user = data.draw(st.sampled_from(self.users), label="user") if kind == "user" and named else None
+        params = {} if user is None else {"user_id": user}
+        given = {"memories": [{"content": content, "category": "preference", "scope": kind}]}
+        response = self._request(key, "POST", memory(agent, "/memorize"), params=params, json=given)
+        if not self._allowed(key, agent, write=True):
+            assert response.status_code == 403, response.text
+            return
+        assert response.status_code == 200, response.text
+        [saved] = response.json()["saved"]
+        entry = saved["entry"]
+        fact = Fact(entry["content"], entry["archived"], entry["importance"])
+        if user is not None:  # a user memory: shared, stored under the reserved agent
+            assert (entry["agent_id"], entry["user_id"], saved["scope"]) == (USER_AGENT, user, "user")
+            self.user_model[user][entry["id"]] = fact
+        else:  # the agent's own (a user memory without a user falls back to it)
+            assert (entry["agent_id"], entry["user_id"], saved["scope"]) == (agent, None, "agent")
+            self.model[agent][entry["id"]] = fact
+        self.proactive.add(entry["id"])
+
+    @rule(data=st.data(), query=st.sampled_from(WORDS), named=st.booleans())
+    def retrieve(self, data: st.DataObject, query: str, named: bool) -> None:
+        key = data.draw(st.sampled_from(self.keys), label="key")
+        agent = data.draw(st.sampled_from(self.agents), label="path agent")
+        user = data.draw(st.sampled_from(self.users), label="user") if named else None
+        params = {} if user is None else {"user_id": user}
+        response = self._request(key, "POST", memory(agent, "/retrieve"), params=params, json={"query": query})
+        if not self._allowed(key, agent, write=False):
+            assert response.status_code == 403, response.text
+            return
+        assert response.status_code == 200, response.text
+        for hit in response.json()["hits"]:
+            self._check_proactive(agent, user, hit["entry"])
+            assert not hit["entry"]["archived"]
+
+    @rule(data=st.data())
+    def user_memories(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(self.keys), label="key")  # every key here may read memory
+        user = data.draw(st.sampled_from(self.users), label="user")
+        response = self._request(key, "GET", f"/api/memory/users/{user}/memories", params={"limit": 1000})
+        assert response.status_code == 200, response.text
+        entries = response.json()["entries"]
+        for entry in entries:
+            self._check_proactive("-", user, entry)
+        assert {e["id"] for e in entries} == {i for i, f in self.user_model[user].items() if not f.archived}
+
+    @rule(data=st.data(), named=st.booleans())
+    def forget(self, data: st.DataObject, named: bool) -> None:
+        key, agent, entry_id = self._pick(data)
+        user = data.draw(st.sampled_from(self.users), label="user") if named else None
+        params = {} if user is None else {"user_id": user}
+        response = self._request(key, "DELETE", memory(agent, f"/proactive/{entry_id}"), params=params)
+        if not self._allowed(key, agent, write=True):
+            assert response.status_code == 403, response.text
+            return
+        owned = self.model[agent] if entry_id in self.model[agent] else None
+        if owned is None and user is not None and entry_id in self.user_model[user]:
+            owned = self.user_model[user]
+        if owned is None or entry_id not in self.proactive:
+            assert response.status_code == 404, response.text
+            for facts in [*self.model.values(), *self.user_model.values()]:
+                if entry_id in facts:
+                    assert facts[entry_id].content not in response.text
+            return
+        assert response.status_code == 200, response.text
+        owned[entry_id] = replace(owned[entry_id], archived=True)
+        self._check_proactive(agent, user, response.json())
+
     # -- what the store holds --------------------------------------------------------------------------------
     @invariant()
     def each_agent_holds_exactly_what_its_model_says(self) -> None:
         for agent in getattr(self, "agents", []):
             stored = {e.id: Fact(e.content, e.archived, e.importance) for e in self.rv.store.facts.iter_all(agent)}
             assert stored == self.model[agent], agent
+            for item in self.rv.kv.list(agent, "memory:", limit=1000):  # key-value copies of its own entries only
+                assert item.key.removeprefix("memory:") in self.model[agent]
+
+    @invariant()
+    def each_user_holds_exactly_what_its_model_says(self) -> None:
+        users = getattr(self, "users", [])
+        stored: dict[str, dict[str, Fact]] = {u: {} for u in users}
+        for e in self.rv.store.facts.iter_all(USER_AGENT):
+            if e.scope.user_id in stored:
+                stored[e.scope.user_id][e.id] = Fact(e.content, e.archived, e.importance)
+        assert stored == {u: self.user_model[u] for u in users}
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[reverie.Reverie]:
     home: Path = tmp_path_factory.mktemp("api-isolation") / "home"
-    with reverie.open(home, embedding={"provider": "hash", "background": False}) as rv:
+    # No auto-consolidation: it would archive duplicates the model does not predict (tests/integration/
+    # test_proactive.py covers it); the graph extraction is left queued, it changes no entry.
+    proactive = {"consolidate_every": 1_000_000}
+    graph = {"extraction_background": False}
+    with reverie.open(
+        home, embedding={"provider": "hash", "background": False}, proactive=proactive, graph=graph
+    ) as rv:
         yield rv
 
 

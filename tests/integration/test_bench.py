@@ -160,8 +160,10 @@ def test_latency_run_measures_throughput_latency_and_footprint() -> None:
     assert result.save_rate and result.embed_rate and result.total_rate and result.model_rate
     assert result.total_rate < result.save_rate
     by_mode = {s.mode: s for s in result.searches}
-    assert set(by_mode) == {"hybrid", "bm25"}
+    assert set(by_mode) == {"hybrid", "hybrid-serial", "bm25"}
     assert by_mode["hybrid"].ran_as == {"hybrid": 40} and by_mode["bm25"].ran_as == {"bm25": 40}
+    assert by_mode["hybrid-serial"].ran_as == {"hybrid": 40}  # the one-thread baseline of the same pipeline
+    assert result.warmup == 100
     assert by_mode["hybrid"].p95_ms >= by_mode["hybrid"].p50_ms > 0
     assert result.db_bytes > 0 and (result.peak_rss_mb or 0) > 0
     assert report.notes
@@ -208,7 +210,11 @@ def test_cli_latency(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [r["n"] for r in json.loads(result.stdout)["results"]] == [50, 80]
     text = runner.invoke(app, ["bench", "latency", "--n", "50", "--searches", "5"])
     assert text.exit_code == 0, text.stderr
-    assert "hybrid p95 ms" in text.stdout and "save+embed entries/s" in text.stdout
+    assert (
+        "hybrid p95 ms" in text.stdout and "one-thread p95 ms" in text.stdout and "save+embed entries/s" in text.stdout
+    )
+    bad = runner.invoke(app, ["bench", "latency", "--n", "50", "--warmup", "-1"])
+    assert bad.exit_code != 0 and "warmup" in bad.stderr
 
 
 def test_dedup_bench_converges_and_keeps_twins_apart() -> None:

@@ -73,7 +73,8 @@ def test_dream_run_json_uses_the_llm_from_the_settings_file(home: Path, server: 
     assert report["passes"]["consolidation"]["status"] == "ran"
     assert report["passes"]["consolidation"]["counts"]["reviewed"] == 2
     assert set(report["passes"]) == {
-        "log_retention", "archive_purge", "importance_decay", "forget", "consolidation", "graph_consolidation"
+        "log_retention", "archive_purge", "importance_decay", "forget", "consolidation", "graph_consolidation",
+        "agent_curation",
     }  # fmt: skip
     assert chats(server) == 1
     text = words(run(home, "dream", "run"))  # consolidation ran minutes ago: its own interval skips it

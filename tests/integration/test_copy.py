@@ -90,6 +90,11 @@ def build(home: Path, clock: FakeClock) -> Path:
         rv.store.graph.add_relation(
             Relation("default", "r-0", "e-user", "lived_in", "e-city", invalid_at=now, sources=(edited.id,))
         )
+        rv.skills.save("default", "mcp/email", "Send mail ✓", "Confirm the recipient, then send.", see_also=["mcp/x"])
+        rv.skills.record_usage("default", "s1", ["mcp/email"])
+        rv.feedback.record(
+            "default", "session_summary", "s1", rating="poor", entry_ids=[lisbon.id], skill_names=["mcp/email"]
+        )
         path = Path(rv.store.url.removeprefix("sqlite:///"))
     return path
 

@@ -418,7 +418,7 @@ def test_the_pass_is_in_the_run_report_and_the_history(rv: reverie.Reverie) -> N
     entity(rv, "thing", "ana")
     report = rv.dream.run(A)
     assert report.phase == "completed"
-    assert list(report.passes)[-1] == PASS_NAME  # after consolidation
+    assert list(report.passes)[-2:] == [PASS_NAME, "agent_curation"]  # after consolidation, before the auto-dream
     assert report.passes["consolidation"].status == "skipped"  # no LLM; the graph pass needs none
     body = report.as_dict()["passes"][PASS_NAME]
     assert body["status"] == "ran" and body["llm_calls"] == 0 and body["counts"]["merged"] == 1

@@ -295,7 +295,7 @@ def test_status_from_another_engine_sees_the_running_pass_then_the_tokens(
             status = watcher.dream.status()
             assert status.running is True
             assert status.run is not None and status.run.phase == "running"
-            assert status.run.progress == "4/6 passes"
+            assert status.run.progress == "4/7 passes"
             assert status.as_dict()["run"]["current_pass"] == "consolidation"
             # The passes before it already reported.
             assert set(status.run.report) == set(NO_LLM_PASSES)
@@ -318,7 +318,7 @@ def test_history_keeps_every_run_with_its_pass_reports(home: Path, clock: FakeCl
         assert [r.run_id for r in runs] == [second.run_id, first.run_id]
         assert [r.trigger for r in runs] == ["scheduled", "manual"]
         for run in runs:
-            assert set(run.report) == {*NO_LLM_PASSES, "consolidation", "graph_consolidation"}
+            assert set(run.report) == {*NO_LLM_PASSES, "consolidation", "graph_consolidation", "agent_curation"}
             assert run.report["consolidation"]["status"] == "skipped"
             assert run.report["archive_purge"]["summary"].startswith("archive purge")
         assert [r.run_id for r in rv.dream.history(limit=1)] == [second.run_id]

@@ -7,7 +7,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -204,3 +206,35 @@ def test_sequence_neighbours_share_relevance_when_enabled(tmp_path: Path) -> Non
             found = ids(rv.memory.search("good bakery near the office", mode="hybrid", limit=2))
             assert found[0] == saved[0].id
             assert (saved[1].id in found) is expect_answer
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_parallel_fetch_ranks_exactly_as_one_thread(
+    backend: str, tmp_path: Path, clock: FakeClock, request: pytest.FixtureRequest
+) -> None:
+    """recall.parallel only moves the vector signal to a worker thread: same hits, scores and notes."""
+    where = tmp_path / "home" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    settings: dict[str, Any] = {"embedding": {"provider": "hash", "background": False}, "graph": {"extraction": "off"}}
+    with reverie.open(where, clock=clock, **settings) as rv:
+        user = Scope(user_id="ana")
+        rv.memory.save_many([{"content": f"Ana packed the {w} tent for the trip to {p}."} for w, p in PAIRS])
+        rv.memory.save("Ana's private note: the red tent has a torn seam.", scope=user)
+        rv.memory.archive(rv.memory.save("The blue tent went to Oslo.").id)
+        rv.embed_pending()
+        queries = ["tent trip", "red tent seam", "Oslo", "what went to Lisbon", "nothing matches zebra"]
+
+        def run() -> list[list[tuple[str, float, str]]]:
+            out = []
+            for scope in (Scope(), user):
+                for query in queries:
+                    found = rv.memory.search(query, scope=scope, mode="hybrid", limit=5)
+                    out.append([(h.entry.id, round(h.score, 9), h.matched_by) for h in found])
+            return out
+
+        parallel = run()
+        rv.recall.config = replace(rv.recall.config, parallel=False)
+        assert run() == parallel
+        assert any(hits for hits in parallel)
+
+
+PAIRS = [("red", "Lisbon"), ("green", "Oslo"), ("small", "Porto"), ("old", "Kyoto"), ("blue", "Denver")]

@@ -71,7 +71,8 @@ def _state(rv: reverie.Reverie) -> tuple[Any, ...]:
     stats = rv.store.stats()  # less its file size, which WAL checkpoints and activity notes move
     kv = {agent: rv.store.kv.list(agent, "", limit=1000) for agent in ("default", ALLOWED)}
     graph = [sorted(map(repr, rv.store.export_rows(table))) for table in ("kg_entities", "kg_relations")]
-    return entries, versions, working, (stats.live, stats.archived, stats.by_tier, stats.by_category), kv, graph
+    skills = [list(rv.store.export_rows(t)) for t in ("skills", "skill_versions", "skill_usage", "feedback")]
+    return entries, versions, working, (stats.live, stats.archived, stats.by_tier, stats.by_category), kv, graph, skills
 
 
 # -- long-term memory ----------------------------------------------------------------------------------------
@@ -393,7 +394,9 @@ def test_refusals_are_results_and_write_nothing(tools: ToolRegistry, rv: reverie
 
 # -- fuzz ----------------------------------------------------------------------------------------------------
 _HUGE = st.sampled_from(["x" * 100_000, "word " * 20_000, "\x00", "\ud800", "é" * 30_001, "../../etc", "stash", " "])
-_WORDS = st.sampled_from(["Dana", "green tea", "Lisbon", "stash", "STASH", "subagent", "session/s1", "home", "general"])
+_WORDS = st.sampled_from(
+    ["Dana", "green tea", "Lisbon", "stash", "STASH", "subagent", "session/s1", "home", "general", "mcp/email", "poor"]
+)
 _KEYS_LIKE = st.sampled_from(["inbox", "session/s1/inbox", "subagent/t1/x", "stash/s1/c", "patrol/p/x", "a/b/c"])
 _SCALARS = (
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=40)
@@ -454,6 +457,8 @@ def test_fuzz_call_never_raises_and_a_refused_call_writes_nothing() -> None:
             rv.memory.save("Agent b's plan", scope=Scope("b")).id,
             "000000000000",
         ]
+        for agent in (ALLOWED, "default"):
+            rv.skills.save(agent, "mcp/email", "Send mail through MCP", "Confirm the recipient, then send.")
         calls = st.sampled_from(SPECS).flatmap(lambda spec: st.tuples(st.just(spec.name), _arguments(spec, ids)))
 
         @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

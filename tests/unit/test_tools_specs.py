@@ -23,6 +23,8 @@ READS = {
     "kv_get",
     "kv_list",
     "knowledge_query",
+    "search_skills",
+    "get_skill",
 }
 WRITES = {
     "save_memory",
@@ -34,6 +36,8 @@ WRITES = {
     "kv_delete",
     "knowledge_add_entity",
     "knowledge_add_relation",
+    "save_skill",
+    "record_feedback",
 }
 
 

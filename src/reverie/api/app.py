@@ -27,7 +27,10 @@ from reverie.api.routes_keys import router as keys_router
 from reverie.api.routes_kg import router as kg_router
 from reverie.api.routes_kv import router as kv_router
 from reverie.api.routes_memory import router as memory_router
+from reverie.api.routes_proactive import router as proactive_router
+from reverie.api.routes_proactive import users_router as proactive_users_router
 from reverie.api.routes_sessions import router as sessions_router
+from reverie.api.routes_skills import router as skills_router
 from reverie.api.routes_tools import router as tools_router
 from reverie.api.routes_usage import router as usage_router
 from reverie.api.routes_working import router as working_router
@@ -84,6 +87,9 @@ def create_app(rv: Reverie, *, auth: bool = True, max_body_bytes: int = DEFAULT_
         app.include_router(router)
     app.include_router(kv_router)
     app.include_router(kg_router)
+    app.include_router(skills_router)
+    app.include_router(proactive_router)
+    app.include_router(proactive_users_router)
     app.include_router(keys_router)
 
     @app.get("/health", response_model=Health, tags=["health"], summary="Liveness (no key needed)")

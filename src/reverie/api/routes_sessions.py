@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, CONFLICT, NOT_FOUND
-from reverie.api.schemas import SESSION_ID_PATTERN, Deleted, Flag, RequestModel, Whole
+from reverie.api.schemas import SESSION_ID_PATTERN, Deleted, Flag, RequestModel, UserQuery, Whole
 from reverie.memory.conversation import SessionInfo
 from reverie.memory.session_compaction import CompactionResult, CompactionStatus
 from reverie.recall.context import BuiltContext
@@ -258,9 +258,10 @@ def export_session(rv: Engine, agent: ReadAgent, session_id: SessionId) -> Expor
     responses={**NOT_FOUND, **CONFLICT},
     summary="Add a turn",
 )
-def add_turn(rv: Engine, agent: WriteAgent, session_id: SessionId, body: TurnIn) -> TurnOut:
+def add_turn(rv: Engine, agent: WriteAgent, session_id: SessionId, body: TurnIn, user_id: UserQuery = None) -> TurnOut:
     """Append a turn; retention, the archive and auto compaction apply. 404 for an unknown session unless
-    ``create``."""
+    ``create``. ``user_id``: the user the conversation is with (not stored with the turn; proactive memory's
+    ``memorize_on_turn`` files what it learns about the user under it)."""
     turn = rv.conversation.add_turn(
         session_id,
         body.role,
@@ -270,6 +271,7 @@ def add_turn(rv: Engine, agent: WriteAgent, session_id: SessionId, body: TurnIn)
         tool_calls=body.tool_calls,
         create=body.create,
         agent_id=agent,
+        user_id=user_id,
     )
     return _turn_out(turn)
 

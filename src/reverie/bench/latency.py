@@ -2,9 +2,11 @@
 
 For each size n, a fresh store (SQLite in a temporary directory, or a new PostgreSQL database) receives n
 synthetic facts of 15 words drawn from a fixed, seeded English vocabulary (so runs are comparable), saved
-with ``save_many`` in batches and then embedded once. Then searches with varied queries: ``hybrid`` (the
-query is embedded: every query is new, so the query cache hides nothing) beside ``bm25`` (no embedding),
-both measured in the same run.
+with ``save_many`` in batches and then embedded once. Then, after ``warmup`` untimed searches (a serving
+process's caches: PostgreSQL's shared buffers, the page cache), searches with varied queries: ``hybrid``
+(the query is embedded: every query is new, so the query cache hides nothing) beside its baselines measured
+in the same run, ``hybrid-serial`` (the same pipeline on one thread: ``recall.parallel = false``) and
+``bm25`` (no embedding).
 
 Embedding a million texts on two cores takes about an hour, so ``vectors="composed"`` writes each fact's
 vector as the normalised sum of the real model's embeddings of its words (each word embedded once): vectors
@@ -19,7 +21,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -67,6 +69,8 @@ TIMES = (
 DEFAULT_SEED = 20240601
 AGENT = "bench-latency"
 BACKENDS = ("sqlite", "postgres")
+SERIAL = "hybrid-serial"  # the hybrid pipeline on one thread: the baseline of the parallel one
+DEFAULT_WARMUP = 100
 VECTOR_SOURCES = ("embed", "composed")
 Progress = Callable[[str], None]
 
@@ -149,6 +153,7 @@ class LatencyResult:
     db_bytes: int
     backend: str = "sqlite"
     vectors: str = "embed"  # embed: each fact through the model; composed: sums of word embeddings
+    warmup: int = 0  # untimed searches before the timed ones
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,14 +227,21 @@ def _compose_vectors(rv: reverie.Reverie, batch: int = 2000) -> int:
 
 
 def _searches(rv: reverie.Reverie, queries: Sequence[str], mode: str) -> SearchLatency:
+    """Timed searches; ``hybrid-serial`` is hybrid with the vector signal fetched on the caller's thread."""
     scope = reverie.Scope(agent_id=AGENT)
     latencies: list[float] = []
     ran_as: Counter[str] = Counter()
-    for query in queries:
-        started = time.perf_counter()
-        results = rv.memory.search(query, limit=10, mode=mode, scope=scope)
-        latencies.append((time.perf_counter() - started) * 1000)
-        ran_as[results.mode] += 1
+    parallel = rv.recall.config
+    if mode == SERIAL:
+        rv.recall.config = replace(parallel, parallel=False)
+    try:
+        for query in queries:
+            started = time.perf_counter()
+            results = rv.memory.search(query, limit=10, mode="hybrid" if mode == SERIAL else mode, scope=scope)
+            latencies.append((time.perf_counter() - started) * 1000)
+            ran_as[results.mode] += 1
+    finally:
+        rv.recall.config = parallel
     return SearchLatency(mode, len(queries), percentile(latencies, 50), percentile(latencies, 95), dict(ran_as))
 
 
@@ -243,14 +255,19 @@ def measure(
     progress: Progress | None = None,
     store_url: str | None = None,
     vectors: str = "embed",
+    warmup: int = DEFAULT_WARMUP,
 ) -> LatencyResult:
     """One size: a fresh store (a temporary SQLite directory, or the database ``store_url``), n facts saved
-    and embedded (or given composed vectors), then the timed searches."""
+    and embedded (or given composed vectors), ``warmup`` untimed searches, then the timed searches."""
     say = progress or (lambda _message: None)
     facts = synthetic_facts(n, seed)
     sample = synthetic_facts(min(n, 1000), seed + 1)
     hybrid_queries = synthetic_queries(searches + 1, seed + 2)
-    bm25_queries = synthetic_queries(searches, seed + 3, exclude=frozenset(hybrid_queries))
+    serial_queries = synthetic_queries(searches, seed + 4, exclude=frozenset(hybrid_queries))
+    bm25_queries = synthetic_queries(searches, seed + 3, exclude=frozenset(hybrid_queries) | set(serial_queries))
+    warmup_queries = synthetic_queries(
+        warmup, seed + 5, exclude=frozenset(hybrid_queries) | set(serial_queries) | set(bm25_queries)
+    )
     settings = engine_settings(overrides)
     if store_url is not None:
         settings["store"] = {**settings.get("store", {}), "url": store_url}
@@ -269,7 +286,14 @@ def measure(
         rv.memory.search(hybrid_queries[0], limit=10, mode="hybrid", scope=reverie.Scope(agent_id=AGENT))
         first_ms = (time.perf_counter() - started) * 1000
         graph_seconds = _wait_for_graph(rv, say)
-        timed = (_searches(rv, hybrid_queries[1:], "hybrid"), _searches(rv, bm25_queries, "bm25"))
+        if warmup_queries:
+            say(f"n={n}: {len(warmup_queries)} warm-up searches")
+            _searches(rv, warmup_queries, "hybrid")
+        timed = (
+            _searches(rv, hybrid_queries[1:], "hybrid"),
+            _searches(rv, serial_queries, SERIAL),
+            _searches(rv, bm25_queries, "bm25"),
+        )
         db_bytes = rv.stats().size_bytes
         model = rv.embedder.model_id if rv.embedder is not None else None
     return LatencyResult(
@@ -289,6 +313,7 @@ def measure(
         db_bytes=db_bytes,
         backend="sqlite" if store_url is None else "postgres",
         vectors=vectors,
+        warmup=len(warmup_queries),
     )
 
 
@@ -303,6 +328,7 @@ def run_latency(
     backend: str = "sqlite",
     server_url: str | None = None,
     vectors: str | None = None,
+    warmup: int = DEFAULT_WARMUP,
 ) -> LatencyReport:
     """Measure every size in ``sizes`` (each on its own fresh store). ``overrides``: settings sections for
     ``reverie.open`` (e.g. ``{"embedding": {"provider": "hash"}}``). ``backend`` postgres: each size in a new
@@ -310,6 +336,8 @@ def run_latency(
     (None: embed up to 200,000 facts, composed above)."""
     if not sizes or any(n < 1 for n in sizes):
         raise ValidationError("every size (--n) must be at least 1", field="n")
+    if warmup < 0:
+        raise ValidationError("--warmup must be at least 0", field="warmup")
     if searches < 1 or batch_size < 1:
         raise ValidationError("searches and batch size must be at least 1", field="searches")
     if backend not in BACKENDS:
@@ -323,7 +351,7 @@ def run_latency(
         source = vectors or ("embed" if n <= 200_000 else "composed")
         return measure(
             n, searches=searches, batch_size=batch_size, seed=seed, overrides=overrides, progress=progress,
-            store_url=url, vectors=source,
+            store_url=url, vectors=source, warmup=warmup,
         )  # fmt: skip
 
     if backend == "sqlite":
@@ -337,6 +365,10 @@ def run_latency(
         results = tuple(found)
     notes = (
         "hybrid embeds every query (all queries are distinct, so the query cache never hits); bm25 embeds none",
+        "hybrid fetches its vector signal on a worker thread beside the BM25 one (recall.parallel); hybrid-serial"
+        " is the same pipeline on one thread, measured in the same run",
+        f"the timed searches follow {warmup} untimed warm-up searches (a serving process's caches: PostgreSQL's"
+        " shared buffers, the page cache); the first search is reported on its own",
         "peak RSS is the whole process's high-water mark so far (ru_maxrss): a later size includes earlier ones",
         "ingestion saves with dedup=False (distinct synthetic records); `reverie bench dedup` measures that",
         "the timed searches start once the approximate index serves (graph_seconds after the first search)",

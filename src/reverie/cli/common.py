@@ -60,11 +60,13 @@ def engine(ctx: typer.Context, *, background: bool = False) -> Iterator[reverie.
             embedding={"background": background},
             memory={"expansion_background": background},
             graph={"extraction_background": background},
+            proactive={"memorize_background": background},
         )
     except ReverieError as exc:
         fail(exc)
     try:
         yield rv
+        _memorize_before_exit(rv)
         _expand_before_exit(rv)
         _extract_before_exit(rv)
         _embed_before_exit(rv)
@@ -72,6 +74,15 @@ def engine(ctx: typer.Context, *, background: bool = False) -> Iterator[reverie.
         fail(exc)
     finally:
         rv.close()
+
+
+def _memorize_before_exit(rv: reverie.Reverie) -> None:
+    """With an LLM and ``proactive.memorize_on_turn``, memorize the turns this command recorded. A failing
+    LLM loses them (the queue is in-process): a warning, not an error."""
+    try:
+        rv.proactive.memorize_pending()
+    except LLMError as exc:
+        err_console.print(f"[yellow]warning:[/] turns were not memorized: {exc}")
 
 
 def _expand_before_exit(rv: reverie.Reverie) -> None:

@@ -133,6 +133,7 @@ def add(
     tool_call_id: str | None = typer.Option(None, "--tool-call-id", help="A tool turn: the call it answers."),
     tool_calls: str | None = typer.Option(None, "--tool-calls", help="An assistant turn: its tool calls as JSON."),
     agent: str = AgentOption,
+    user: str | None = typer.Option(None, "--user", "-u", help="The user it is with (proactive memory)."),
     as_json: bool = JsonOption,
 ) -> None:
     """Append a turn to a session (retention, the archive and auto compaction apply)."""
@@ -148,6 +149,7 @@ def add(
             tool_calls=calls,
             create=create_session,
             agent_id=agent,
+            user_id=user,
         )
         emit(turn, as_json, f"turn {turn.index} added to {session_id}")
 

@@ -15,11 +15,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from reverie.core.subject_time import SUBJECT_TIME, SUBJECT_TIME_END, SUBJECT_TIME_START, merge_subject_time
+from reverie.core.subject_time import (
+    SUBJECT_TIME,
+    SUBJECT_TIME_END,
+    SUBJECT_TIME_KEYS,
+    SUBJECT_TIME_START,
+    merge_subject_time,
+)
 from reverie.types import MemoryEntry, Tier
 
 REVIEWED_HASH = "consolidationReviewedHash"
@@ -77,6 +83,32 @@ def merged_fields(sources: Sequence[MemoryEntry], *, importance: float | None = 
         tier=max((s.tier for s in sources), key=lambda tier: _DURABILITY[tier]),
         subject_time=merge_subject_time([s.metadata for s in sources]),
         expires_at=None if any(e is None for e in expiries) else max(e for e in expiries if e is not None),
+    )
+
+
+def absorbed(newest: MemoryEntry, retired: Sequence[MemoryEntry], now: datetime) -> MemoryEntry:
+    """``newest`` after absorbing the ``retired`` duplicates archived into it: the merge arithmetic
+    (``merged_fields``), the union of tags, the merged subject time, and ``metadata.mergedFrom`` / ``mergedAt``;
+    its text and source do not change. Shared by every merge that keeps one of its entries (the agent's
+    memory_semantic_consolidate, proactive memory's auto-consolidation)."""
+    fields = merged_fields([newest, *retired])
+    tags = tuple(dict.fromkeys([*newest.tags, *(t for e in retired for t in e.tags)]))
+    metadata = {k: v for k, v in newest.metadata.items() if k not in SUBJECT_TIME_KEYS}
+    metadata.update(fields.subject_time)
+    earlier = metadata.get(MERGED_FROM)
+    sources = [i for i in earlier if isinstance(i, str)] if isinstance(earlier, list) else []
+    metadata[MERGED_FROM] = list(dict.fromkeys([*sources, *(e.id for e in retired)]))
+    metadata[MERGED_AT] = now.isoformat()
+    return replace(
+        newest,
+        created_at=fields.created_at,
+        last_seen_at=fields.last_seen_at,
+        reinforcement_count=fields.reinforcement_count,
+        importance=fields.importance,
+        tier=fields.tier,
+        expires_at=fields.expires_at,
+        tags=tags,
+        metadata=metadata,
     )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from reverie.errors import ValidationError
-from reverie.types import Scope, Tier
+from reverie.types import RESERVED_AGENT_PREFIX, Scope, Tier
 
 CATEGORY_PATTERN = re.compile(r"^[a-z0-9_-]+(?:/[a-z0-9_-]+)*$")
 MAX_CATEGORY_CHARS = 200
@@ -129,7 +129,28 @@ def identifier(value: object, *, name: str) -> str:
     return value
 
 
+def agent_id(value: object, *, name: str = "agent_id") -> str:
+    """An agent id a caller may use: an identifier that does not start with ``@`` (reserved for the
+    engine's own scopes, such as proactive memory's user-level ``@user``)."""
+    clean = identifier(value, name=name)
+    if clean.startswith(RESERVED_AGENT_PREFIX):
+        raise ValidationError(
+            f"{name} {clean!r} is reserved: agent ids starting with {RESERVED_AGENT_PREFIX!r} belong to the engine",
+            field=name,
+        )
+    return clean
+
+
 def scope(value: object) -> Scope:
+    """The scope of a public call: every id valid, the agent id not a reserved one (``agent_id``)."""
+    clean = internal_scope(value)
+    agent_id(clean.agent_id)
+    return clean
+
+
+def internal_scope(value: object) -> Scope:
+    """A scope the engine's own services use: as ``scope``, but a reserved agent id (``@user``) is allowed.
+    Interfaces never call it."""
     if value is None:
         return Scope()
     if not isinstance(value, Scope):

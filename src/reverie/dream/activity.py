@@ -1,14 +1,19 @@
 """Client activity, recorded in the store so every process sees it: LibreFang's min_sessions gate counts the
 sessions active since an agent's last dream, and ai-memory's idle trigger waits for a quiet spell.
 
-Invariant: recording is cheap and never fails a caller. Each (agent, session) is written at most once per
-``every`` (clock time) by this process, and a store error is logged and dropped.
+Invariants: recording is cheap and never fails a caller. Each (agent, session) is written at most once per
+``every`` (clock time) by this process, and a store error is logged and dropped. Work done inside
+``unobserved()`` (the auto-dream's own tool calls) is not client activity: it must neither open the session gate
+nor cancel, or re-arm, an idle-triggered dream.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 
 from reverie.clock import Clock
@@ -17,6 +22,17 @@ from reverie.storage.base import DreamRepository
 from reverie.types import Scope
 
 log = logging.getLogger("reverie.dream")
+_UNOBSERVED: ContextVar[bool] = ContextVar("reverie_activity_unobserved", default=False)
+
+
+@contextmanager
+def unobserved() -> Iterator[None]:
+    """Nothing noted inside this block (in this thread or task) counts as client activity."""
+    token = _UNOBSERVED.set(True)
+    try:
+        yield
+    finally:
+        _UNOBSERVED.reset(token)
 
 
 class ActivityTracker:
@@ -30,6 +46,8 @@ class ActivityTracker:
         self._lock = threading.Lock()
 
     def note(self, scope: Scope) -> None:
+        if _UNOBSERVED.get():
+            return
         now = self._clock.now()
         key = (scope.agent_id, scope.session_id or "")
         with self._lock:

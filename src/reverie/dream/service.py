@@ -285,6 +285,8 @@ class DreamService(BackgroundService):
                 out[dream_pass.name] = PassReport(dream_pass.name, status="skipped", reason=reason)
                 continue
             ctx = self._context(agent, record.run_id, dream_pass.name, checkpoint)
+            ctx.trigger = trigger
+            ctx.progress = self._progress(record, out, ctx.report, f"{position}/{len(self.passes)} passes")
             try:
                 checkpoint()
                 self._save(
@@ -328,6 +330,17 @@ class DreamService(BackgroundService):
             run_id=run_id,
         )
         return ctx
+
+    def _progress(
+        self, record: DreamRun, passes: dict[str, PassReport], report: PassReport, position: str
+    ) -> Callable[[str], None]:
+        """A running pass's ``ctx.progress``: the run record shows its text and its report (tokens, cost) so far."""
+
+        def progress(text: str) -> None:
+            current = {**passes, report.name: report}
+            self._save(record, current, phase="running", current_pass=report.name, progress=f"{position}; {text}")
+
+        return progress
 
     def _checkpoint(self, agent: str, holder: str, trigger: str, started: datetime) -> Callable[[], None]:
         def checkpoint() -> None:

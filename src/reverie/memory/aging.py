@@ -16,6 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -35,8 +36,11 @@ from reverie.core.aging import (
     retention_score,
 )
 from reverie.core.compaction import KEPT_PREFIX, compact, is_low_information, keep_tokens
+from reverie.errors import ReverieError
 from reverie.storage.base import Store
 from reverie.types import Change, MemoryEntry, Tier
+
+log = logging.getLogger("reverie.memory")
 
 # Feedback (Stale or Wrong) marks an entry through this metadata key; such an entry drops to the lowest
 # salience in the sweep.
@@ -75,9 +79,10 @@ class ForgetReport:
 class Aging:
     """Runs the decay pass and the forget sweep over one store, and keeps the reads that keep entries warm.
 
-    Reads (search hits, ``get``) are noted in memory and written in batches (``flush_reads``: when many
-    are waiting, before a sweep, and when the engine closes), so a search never waits on a write. A crash
-    loses at most the unflushed reads, which only ever make an entry warmer.
+    Reads (search hits, ``get``) are noted in memory and written in batches (``flush_reads``: on a
+    background thread when many are waiting, before a sweep, and when the engine closes), so a search never
+    waits on a write. Flushes run one at a time. A crash loses at most the unflushed reads, which only ever
+    make an entry warmer.
     """
 
     FLUSH_AT = 256
@@ -92,6 +97,8 @@ class Aging:
         self._model = model
         self._reads: dict[str, list[datetime]] = {}
         self._reads_lock = threading.Lock()
+        self._flush_lock = threading.Lock()  # one flush at a time
+        self._flusher: threading.Thread | None = None
 
     # -- reads -------------------------------------------------------------------------------------
     def note_reads(self, entry_ids: Iterable[str]) -> None:
@@ -102,17 +109,30 @@ class Aging:
                 stamps = self._reads.setdefault(entry_id, [])
                 if len(stamps) < 32:  # the boost saturates long before: more stamps change nothing
                     stamps.append(now)
-            waiting = len(self._reads)
-        if waiting >= self.FLUSH_AT:
+            due = len(self._reads) >= self.FLUSH_AT and (self._flusher is None or not self._flusher.is_alive())
+            if due:
+                # Written on a thread of its own: a search that happens to fill the batch must not pay
+                # for writing it (hundreds of rows: half a second on a remote database).
+                self._flusher = threading.Thread(target=self._flush_quietly, name="reverie-reads", daemon=True)
+                self._flusher.start()
+
+    def _flush_quietly(self) -> None:
+        try:
             self.flush_reads()
+        except ReverieError as exc:  # the reads only make entries warmer: losing them loses nothing else
+            log.warning("could not record recent reads: %s", exc)
 
     def flush_reads(self) -> int:
         """Write the waiting reads into each entry's read accumulator (housekeeping: no version, no time
         field moves). Returns how many entries were updated; entries gone meanwhile are skipped."""
-        with self._reads_lock:
-            waiting, self._reads = self._reads, {}
-        if not waiting:
-            return 0
+        with self._flush_lock:
+            with self._reads_lock:
+                waiting, self._reads = self._reads, {}
+            if not waiting:
+                return 0
+            return self._write_reads(waiting)
+
+    def _write_reads(self, waiting: dict[str, list[datetime]]) -> int:
         updated = 0
         with self._store.transaction():
             for entry_id, stamps in waiting.items():

@@ -158,15 +158,19 @@ class ConversationMemory:
         llm: LLM | None = None,
         home: Path | None = None,
         on_activity: Callable[[Scope], None] | None = None,
+        on_turn: Callable[[TurnRecord, str | None], None] | None = None,
     ) -> None:
         """``log``: the conversation log every turn is appended to (None: none). ``llm`` and ``home``: the
         LLM summary of ``compact`` and where ``session-compaction.md`` may override its prompt.
-        ``on_activity`` is told the scope of every turn (the dream's activity gate)."""
+        ``on_activity`` is told the scope of every turn (the dream's activity gate); ``on_turn`` is given
+        every recorded turn and the user it was with, after it commits (proactive memory's
+        ``memorize_on_turn``)."""
         self._store = store
         self._clock = clock
         self.config = config or ConversationConfig()
         self._log = log
         self._on_activity = on_activity or (lambda _scope: None)
+        self._on_turn = on_turn
         self._last_purge: datetime | None = None
         self._compactor = SessionCompactor(
             store,
@@ -284,6 +288,7 @@ class ConversationMemory:
         tool_calls: builtins.list[dict[str, Any]] | None = None,
         create: bool = False,
         agent_id: str = "default",
+        user_id: str | None = None,
     ) -> TurnRecord:
         """Append a turn to the session's live conversation and apply retention; returns the stored turn.
 
@@ -291,9 +296,13 @@ class ConversationMemory:
         assistant turn, whose content may then be empty; ``tool_call_id`` only on a tool turn. An unknown
         session is ``NotFound`` unless ``create`` is true, which creates it (a deleted one stays a
         ``Conflict`` until the purge). A fresh start (the first turn, or the first after expiry) discards
-        the previous turns first; see the module docstring.
+        the previous turns first; see the module docstring. ``user_id``: the user the conversation is with; it
+        is not stored with the turn, only told to proactive memory (``memorize_on_turn`` files what it learns
+        about the user under that user).
         """
         agent_id = validate.identifier(agent_id, name="agent_id")
+        if user_id is not None:
+            user_id = validate.identifier(user_id, name="user_id")
         session_id = validate_session_id(session_id)
         if role not in ROLES:
             raise ValidationError(f"role must be one of {', '.join(ROLES)}; got {role!r}", field="role")
@@ -313,6 +322,8 @@ class ConversationMemory:
             session = self._session_for_turn(agent_id, session_id, now, create=create)
             turn = self._append(session, draft, now)
         self._after_turn(turn)
+        if self._on_turn is not None:
+            self._on_turn(turn, user_id)
         return turn
 
     def _session_for_turn(self, agent_id: str, session_id: str, now: datetime, *, create: bool) -> SessionRecord:

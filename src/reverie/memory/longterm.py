@@ -141,7 +141,31 @@ class LongTermMemory:
         entry, notes = self._build(
             content, category, tags, source, importance, tier, metadata, pinned, validate.scope(scope), now
         )
-        expand = self._expand is not None and self._expand(entry)
+        return self._save(entry, notes, now, dedup, expand=self._expand is not None and self._expand(entry))
+
+    def save_internal(
+        self,
+        content: str,
+        *,
+        scope: Scope,
+        category: str | None = None,
+        tags: list[str] | tuple[str, ...] | None = None,
+        source: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        dedup: bool = True,
+    ) -> SaveResult:
+        """``save`` for the engine's own services (proactive memory): ``scope`` may be a reserved one
+        (``types.USER_AGENT``), which every public entry point refuses. Never queued for the expansion (such
+        saves are focused facts already); the graph extraction as in ``save``. Interfaces never call it."""
+        now = self._clock.now()
+        entry, notes = self._build(
+            content, category, tags, source, None, None, metadata, False, validate.internal_scope(scope), now
+        )
+        return self._save(entry, notes, now, dedup, expand=False)
+
+    def _save(
+        self, entry: MemoryEntry, notes: tuple[str, ...], now: datetime, dedup: object, *, expand: bool
+    ) -> SaveResult:
         with self._store.transaction():
             outcome, entry = self._store_one(entry, now, _flag(dedup, "dedup"), expand=expand)
             if outcome in ("created", "extended") and self._extract is not None and self._extract(entry):

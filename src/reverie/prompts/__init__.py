@@ -15,6 +15,7 @@ log = logging.getLogger("reverie.prompts")
 
 MEMORY_RULES = "memory-rules.md"  # the expansion prompt (seed 000's save_memory enrichment)
 GRAPH_EXTRACT = "graph-extract.md"  # the knowledge graph's extraction prompt (memory.graph_extraction)
+AUTO_MEMORIZE = "auto-memorize.md"  # proactive memory's extraction prompt (memory.proactive)
 
 
 def default_prompt(name: str) -> str:

@@ -5,18 +5,22 @@ The flow, step by step:
 1. recall up to ``recall_limit`` (8) long-term entries for the incoming message (hybrid, or BM25 without an
    embedder); 2. on the session's first turn, when recall found nothing, the ``first_turn_fallback`` (5) most
    recently reinforced entries; 3. the delta filter: an entry is injected once per session; 4. one system
-   message "Recalled from long-term memory"; 5. the own namespace's working-memory inventory (keys, expiry,
-   category, tags — never content); 6. for user sessions, patrol findings; 7. for user sessions, the
-   subagents' ``-index`` keys; 8. out-of-window recall (and the compaction summary) right before the first
-   replayed turn; 9. the last ``replay_turns`` (20) turns; then the incoming message.
+   message "Recalled from long-term memory"; 4b. with proactive memory, one system message of what it
+   retrieves for the message (the user's user-level memory, shared by their agents, and the agent's
+   proactive memories), without the entries step 4 injected or the session was given before; 5. the own
+   namespace's working-memory inventory (keys, expiry, category, tags — never content); 6. for user
+   sessions, patrol findings; 7. for user sessions, the subagents' ``-index`` keys; 8. out-of-window recall
+   (and the compaction summary) right before the first replayed turn; 9. the last ``replay_turns`` (20)
+   turns; then the incoming message.
 
 Invariants:
-- Reads only; the one state is the in-process delta filter (which entries each session was given), updated
+- Reads only (but proactive memory counts an access of what it retrieves, and may run its hourly decay
+  sweep); the one state is the in-process delta filter (which entries each session was given), updated
   only for entries that made it into the returned context.
-- With a token budget, the least relevant parts go first: recalled entries (lowest score first), the subagent
-  and patrol listings, the out-of-window quotes (the marker stays), the oldest replayed turns, then the
-  own working-memory inventory. The incoming message is never cut. Token counts are estimates (4 characters a
-  token), per section.
+- With a token budget, the least relevant parts go first: recalled entries (lowest score first), proactive
+  memories (lowest rank first), the subagent and patrol listings, the out-of-window quotes (the marker
+  stays), the oldest replayed turns, then the own working-memory inventory. The incoming message is never
+  cut. Token counts are estimates (4 characters a token), per section.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 
 from reverie.clock import Clock
 from reverie.core import validate
+from reverie.core.proactive import kind_of
 from reverie.core.temporal import seen_phrase
 from reverie.core.text import preview
 from reverie.core.window_recall import QuotableTurn, hidden_and_window, out_of_window_message
@@ -42,6 +47,7 @@ from reverie.types import Scope, SearchHit
 
 KINDS = ("user", "patrol", "subagent")
 RECALL_HEADING = "Recalled from long-term memory (what you concluded in earlier sessions; use search_memory for more):"
+PROACTIVE_HEADING = "What you know about this user and this work (proactive memory):"
 SUBAGENT_HEADING = "Subagent research in working memory (read an index with get_from_working_memory to navigate):"
 SUMMARY_HEADING = "Summary of the earlier part of this conversation (compacted):"
 Message = dict[str, Any]
@@ -61,7 +67,7 @@ class ContextConfig:
 class ContextSection:
     """One step of the flow in the output: its messages and their estimated tokens."""
 
-    name: str  # recall | working | patrol | subagents | out_of_window | turns | message
+    name: str  # recall | proactive | working | patrol | subagents | out_of_window | turns | message
     messages: tuple[Message, ...]
     tokens: int
 
@@ -91,6 +97,7 @@ class _Parts:
     """The flow's material before rendering; the budget trims it."""
 
     hits: list[SearchHit]
+    proactive: list[SearchHit]
     working: str
     patrol: str
     subagents: str
@@ -112,8 +119,13 @@ class ContextBuilder:
         conversation: ConversationMemory,
         clock: Clock,
         config: ContextConfig | None = None,
+        *,
+        proactive: Callable[[str, Scope], list[SearchHit]] | None = None,
     ) -> None:
+        """``proactive``: proactive memory's retrieval for a message and a scope
+        (``ProactiveMemory.for_context``), or None (no proactive block)."""
         self._memory = memory
+        self._proactive = proactive
         self._working = working
         self._conversation = conversation
         self._clock = clock
@@ -170,6 +182,9 @@ class ContextBuilder:
         with self._lock:
             seen = set(self._injected.get((scope.agent_id, session_id), ()))
         hits = [h for h in hits if h.entry.id not in seen]
+        taken = seen | {h.entry.id for h in hits}
+        extra = self._proactive(message, scope) if self._proactive is not None else []
+        proactive = [h for h in extra if h.entry.id not in taken]
         quotable = [QuotableTurn(t.index, t.role, t.content, t.at) for t in live]
         hidden, _ = hidden_and_window(quotable, cfg.replay_turns)
         replayed = live[len(hidden) :]
@@ -181,6 +196,7 @@ class ContextBuilder:
         subagents = self._working.inventory("subagent", agent_id=scope.agent_id) if kind == "user" else []
         return _Parts(
             hits=hits,
+            proactive=proactive,
             working=_listing(OWN_HEADING, render_inventory(working, now)),
             patrol=_listing(PATROL_HEADING, render_inventory(patrol, now)),
             subagents=_listing(
@@ -219,6 +235,9 @@ class ContextBuilder:
         if parts.hits:
             lines = [self._entry_line(h, now) for h in parts.hits]
             add("recall", [_system(RECALL_HEADING + "\n" + "\n".join(lines))])
+        if parts.proactive:
+            lines = [self._proactive_line(h) for h in parts.proactive]
+            add("proactive", [_system(PROACTIVE_HEADING + "\n" + "\n".join(lines))])
         for name, listing in (("working", parts.working), ("patrol", parts.patrol), ("subagents", parts.subagents)):
             if listing:
                 add(name, [_system(listing)])
@@ -232,7 +251,7 @@ class ContextBuilder:
             messages=messages,
             sections=sections,
             tokens=sum(s.tokens for s in sections),
-            injected=tuple(h.entry.id for h in parts.hits),
+            injected=tuple(h.entry.id for h in [*parts.hits, *parts.proactive]),
             trimmed=tuple(parts.trimmed),
         )
 
@@ -258,11 +277,17 @@ class ContextBuilder:
             extras.append(f"source={e.source}")
         return f"- [{e.id}] ({e.category}) {preview(e.content, self.config.entry_chars)} — {', '.join(extras)}"
 
+    def _proactive_line(self, hit: SearchHit) -> str:
+        e = hit.entry
+        label = {"user": "about the user", "session": "this session"}.get(kind_of(e.metadata), "this agent")
+        return f"- [{e.id}] ({e.category}) {preview(e.content, self.config.entry_chars)} — {label}"
+
     # -- the budget ----------------------------------------------------------------------------------------
     def _fit(self, parts: _Parts, message: str, budget: int) -> BuiltContext:
         """Trim the least relevant material until the estimate fits ``budget`` (see the module docstring)."""
         steps: list[Callable[[], str | None]] = [
             lambda: _pop_lowest(parts),
+            lambda: _pop_last_proactive(parts),
             lambda: _clear(parts, "subagents"),
             lambda: _clear(parts, "patrol"),
             lambda: _no_quotes(parts),
@@ -309,6 +334,12 @@ def _pop_lowest(parts: _Parts) -> str | None:
         return None
     lowest = min(range(len(parts.hits)), key=lambda i: (parts.hits[i].score, -i))
     return f"recall:{parts.hits.pop(lowest).entry.id}"
+
+
+def _pop_last_proactive(parts: _Parts) -> str | None:
+    if not parts.proactive:
+        return None
+    return f"proactive:{parts.proactive.pop().entry.id}"
 
 
 def _clear(parts: _Parts, name: str) -> str | None:

@@ -6,10 +6,12 @@ reuse it with their own candidate sources. The arithmetic lives in ``core.fusion
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -48,6 +50,20 @@ class RecallConfig:
     # Where BM25 candidates come from: "memory" (the in-process ``LexicalIndex``) or "fts" (the store's
     # full-text search). Filters the index cannot answer (include_archived) always use the store.
     lexical: str = "memory"
+    # Fetch the vector signal (query embedding, nearest neighbours, hydration) on a worker thread while this
+    # thread fetches the BM25 one: the slow parts (the model, numpy, the database) release the GIL, so a
+    # hybrid search costs about the slower signal rather than the sum of both.
+    parallel: bool = True
+
+
+@dataclass(slots=True)
+class _Signal:
+    """The vector signal of one search: scores of candidates above the floor, the entries of those the
+    caller's filter lets through, and notes; ``scores`` None when no vector signal could be had."""
+
+    scores: dict[str, float] | None
+    entries: dict[str, MemoryEntry] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 class QueryEmbeddings:
@@ -96,6 +112,8 @@ class HybridSearch:
         if self.config.lexical not in LEXICAL_SOURCES:
             raise ValueError(f"unknown lexical source {self.config.lexical!r}; use one of {LEXICAL_SOURCES}")
         self.lexical = LexicalIndex(store) if self.config.lexical == "memory" else None
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     def floor(self, agent_id: str, per_call: float | None) -> float | None:
         """min_similarity: per call, then per agent, then per deployment, then the model's default."""
@@ -109,6 +127,11 @@ class HybridSearch:
     ) -> SearchResults:
         notes: list[str] = []
         wanted = "hybrid" if mode == "auto" else mode
+        pending: Future[_Signal] | None = None
+        if self._parallel(wanted, query):
+            # contextvars travel with the job: usage attribution (agent_context) must see the caller's agent.
+            job = contextvars.copy_context().run
+            pending = self._workers().submit(job, self._vector_signal, query, flt, min_similarity)
         lexical: dict[str, float] = {}
         entries: dict[str, MemoryEntry] = {}
         if wanted in ("bm25", "hybrid"):
@@ -117,9 +140,12 @@ class HybridSearch:
                 entries[entry.id] = entry
         semantic: dict[str, float] = {}
         if wanted in ("vector", "hybrid"):
-            found = self._semantic(query, flt, entries, notes, min_similarity)
-            if found is not None:
-                semantic = found
+            signal = pending.result() if pending is not None else self._vector_signal(query, flt, min_similarity)
+            notes.extend(signal.notes)
+            if signal.scores is not None:
+                for entry_id, entry in signal.entries.items():
+                    entries.setdefault(entry_id, entry)
+                semantic = signal.scores
             elif wanted == "hybrid":
                 wanted = "bm25"  # degrade, and the notes say why
         if wanted == "hybrid":
@@ -133,6 +159,31 @@ class HybridSearch:
             SearchHit(entries[i], score, _matched_by(i, lexical, semantic)) for i, score in fusion.ranked(scores, limit)
         ]
         return SearchResults(hits, mode=wanted, notes=tuple(notes))
+
+    def _parallel(self, wanted: str, query: str) -> bool:
+        """Whether the vector signal goes to a worker: hybrid only (the single signals stay the plain
+        baselines), and never inside a store transaction (another thread would not see its writes)."""
+        return (
+            wanted == "hybrid"
+            and self.config.parallel
+            and self.index is not None
+            and bool(query.strip())
+            and not self._store.in_transaction()
+        )
+
+    def _workers(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="reverie-recall")
+            return self._pool
+
+    def close(self) -> None:
+        """Stop the worker threads (searches after this run both signals on the caller's thread)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+            self.config = replace(self.config, parallel=False)
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def _lexical(self, query: str, flt: FactFilter) -> list[tuple[MemoryEntry, float]]:
         """BM25 candidates, best first: from the in-memory index when configured and able to answer
@@ -174,34 +225,25 @@ class HybridSearch:
             near[entry_id] = [keys[k] for k in ((thread, position - 1), (thread, position + 1)) if k in keys]
         return fusion.spread(scores, near, self.config.neighbour_share)
 
-    def _semantic(
-        self,
-        query: str,
-        flt: FactFilter,
-        entries: dict[str, MemoryEntry],
-        notes: list[str],
-        per_call_floor: float | None,
-    ) -> dict[str, float] | None:
-        """Vector candidates that pass the floor and the caller's filter, or None when none can be had."""
+    def _vector_signal(self, query: str, flt: FactFilter, per_call_floor: float | None) -> _Signal:
+        """Vector candidates that pass the floor, hydrated through the caller's filter (only those it lets
+        through keep a score); ``scores`` None when no vector signal can be had. Safe on a worker thread."""
         if self.index is None or self._queries is None:
-            notes.append("no embedder is configured: BM25 only")
-            return None
+            return _Signal(None, notes=["no embedder is configured: BM25 only"])
         if not query.strip():
-            return {}
+            return _Signal({})
         try:
             vector = self._queries.get(query)
         except EmbeddingError as exc:
             log.warning("query embedding failed, falling back to BM25: %s", exc)
-            notes.append(f"the embedder failed ({exc}); these results are BM25 only")
-            return None
+            return _Signal(None, notes=[f"the embedder failed ({exc}); these results are BM25 only"])
         # Over-fetch: candidates of other users/sessions, archived or expired ones are filtered out below.
         found = self.index.search(flt.scope.agent_id, np.asarray(vector), self.config.candidates * VECTOR_OVERFETCH)
         kept = fusion.above_floor(dict(found), self.floor(flt.scope.agent_id, per_call_floor))
-        missing = [i for i in kept if i not in entries]
-        for entry in self._store.facts.get_many(missing, flt):
-            entries[entry.id] = entry
+        entries = {entry.id: entry for entry in self._store.facts.get_many(list(kept), flt)}
         visible = {i: s for i, s in kept.items() if i in entries}
-        return dict(fusion.ranked(visible, self.config.candidates))
+        scores = dict(fusion.ranked(visible, self.config.candidates))
+        return _Signal(scores, {i: entries[i] for i in scores})
 
 
 def _sequence_key(entry: MemoryEntry) -> tuple[str, int] | None:

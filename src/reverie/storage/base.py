@@ -37,6 +37,15 @@ from reverie.storage.repositories import (
     WorkingEntry,
     WorkingRepository,
 )
+from reverie.storage.skills import (
+    CoUsage,
+    Feedback,
+    FeedbackRepository,
+    Skill,
+    SkillRepository,
+    SkillUsage,
+    SkillVersion,
+)
 from reverie.types import (
     CategoryCount,
     Change,
@@ -48,6 +57,13 @@ from reverie.types import (
 )
 
 __all__ = [
+    "CoUsage",
+    "Feedback",
+    "FeedbackRepository",
+    "Skill",
+    "SkillRepository",
+    "SkillUsage",
+    "SkillVersion",
     "Entity",
     "GraphRepository",
     "KvItem",
@@ -382,10 +398,21 @@ class Store(Protocol):
     @property
     def graph(self) -> GraphRepository: ...
 
+    @property
+    def skills(self) -> SkillRepository: ...
+
+    @property
+    def feedback(self) -> FeedbackRepository: ...
+
     def transaction(self) -> AbstractContextManager[None]:
         """Group writes into one atomic unit (replacement before retirement). Repositories used inside
         it write through it. A nested call is a savepoint: it commits with the outer transaction, and an
         exception inside it undoes only the nested writes (the outer block may catch it and go on)."""
+        ...
+
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside ``transaction()``: its writes are not yet visible to other
+        threads, so work that must see them (a search right after a write) stays on this thread."""
         ...
 
     def migrations(self) -> list[tuple[str, datetime]]:

@@ -195,6 +195,31 @@ TABLES: tuple[Table, ...] = (
         ),
         ("seq",),
     ),
+    Table(
+        "skills",
+        _cols(
+            "agent_id:text name:text summary:text content:text see_also:json metadata:json created_at:time"
+            " updated_at:time last_used_at:time archived_at:time version:int vector:vector vector_model:text"
+        ),
+        ("seq",),
+    ),
+    Table(
+        "skill_versions",
+        _cols(
+            "agent_id:text name:text version:int change:text recorded_at:time summary:text content:text"
+            " see_also:json metadata:json archived:bool"
+        ),
+        ("agent_id", "name", "version"),
+    ),
+    Table("skill_usage", _cols("agent_id:text session_id:text name:text used_at:time"), ("seq",)),
+    Table(
+        "feedback",
+        _cols(
+            "feedback_id:text agent_id:text session_id:text kind:text rating:text comment:text entry_ids:json"
+            " skill_names:json created_at:time"
+        ),
+        ("seq",),
+    ),
 )
 _BY_NAME = {t.name: t for t in TABLES}
 

@@ -25,7 +25,7 @@ from jsonschema.exceptions import best_match
 
 from reverie.core.text import preview
 from reverie.errors import LLMError, NotFound, ReverieError, ValidationError
-from reverie.tools import explore, knowledge, kv, longterm, query, semantic, specs, working
+from reverie.tools import explore, knowledge, kv, longterm, query, semantic, skills, specs, working
 from reverie.tools.base import ToolContext, ToolError, ToolResult, ToolSpec, error_result
 
 if TYPE_CHECKING:
@@ -55,6 +55,10 @@ HANDLERS: dict[str, Handler] = {
     specs.KNOWLEDGE_ADD_ENTITY: knowledge.knowledge_add_entity,
     specs.KNOWLEDGE_ADD_RELATION: knowledge.knowledge_add_relation,
     specs.KNOWLEDGE_QUERY: knowledge.knowledge_query,
+    specs.SEARCH_SKILLS: skills.search_skills,
+    specs.GET_SKILL: skills.get_skill,
+    specs.SAVE_SKILL: skills.save_skill,
+    specs.RECORD_FEEDBACK: skills.record_feedback,
 }
 
 

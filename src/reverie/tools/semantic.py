@@ -32,10 +32,9 @@ import numpy as np
 import numpy.typing as npt
 
 from reverie.core.clusters import Item, near_duplicate_clusters
-from reverie.core.consolidation import MERGED_AT, MERGED_FROM, merged_fields
+from reverie.core.consolidation import absorbed
 from reverie.core.coverage import CoverageSource, Vocabulary, check_coverage
 from reverie.core.dedupe import content_tokens, top_category
-from reverie.core.subject_time import SUBJECT_TIME_KEYS
 from reverie.core.text import preview
 from reverie.memory.dedup import bypasses
 from reverie.storage.base import FactFilter
@@ -209,28 +208,5 @@ def _consolidate(rv: Reverie, group: DuplicateGroup, vocabulary: Vocabulary, now
     for entry in retired:
         facts.write(replace(entry, archived_at=now, superseded_by=newest.id), change=Change.SUPERSEDED, at=now)
         log.info("memory_semantic_consolidate: archived [%s] superseded by [%s]", entry.id, newest.id)
-    facts.write(_absorbed(newest, retired, now), change=Change.REINFORCED, at=now)
+    facts.write(absorbed(newest, retired, now), change=Change.REINFORCED, at=now)
     return {"keep": newest.id, "archived": [e.id for e in retired], "kept": kept}
-
-
-def _absorbed(newest: MemoryEntry, retired: list[MemoryEntry], now: datetime) -> MemoryEntry:
-    """The newest entry after absorbing ``retired``: the merge arithmetic, the text and source unchanged."""
-    fields = merged_fields([newest, *retired])
-    tags = tuple(dict.fromkeys([*newest.tags, *(t for e in retired for t in e.tags)]))
-    metadata = {k: v for k, v in newest.metadata.items() if k not in SUBJECT_TIME_KEYS}
-    metadata.update(fields.subject_time)
-    earlier = metadata.get(MERGED_FROM)
-    sources = [i for i in earlier if isinstance(i, str)] if isinstance(earlier, list) else []
-    metadata[MERGED_FROM] = list(dict.fromkeys([*sources, *(e.id for e in retired)]))
-    metadata[MERGED_AT] = now.isoformat()
-    return replace(
-        newest,
-        created_at=fields.created_at,
-        last_seen_at=fields.last_seen_at,
-        reinforcement_count=fields.reinforcement_count,
-        importance=fields.importance,
-        tier=fields.tier,
-        expires_at=fields.expires_at,
-        tags=tags,
-        metadata=metadata,
-    )

@@ -14,6 +14,8 @@ from typing import Any, Final
 from reverie.memory.graph_input import MAX_DEPTH, MAX_LIMIT, MAX_NAME_CHARS, MAX_REF_CHARS, MAX_SOURCES
 from reverie.memory.kv import MAX_KEY_CHARS, MAX_LIST_LIMIT
 from reverie.recall.hybrid import MODES
+from reverie.skills import inputs as skill_inputs
+from reverie.storage.skills import FEEDBACK_KINDS, RATINGS
 from reverie.tools import family
 from reverie.tools.base import MEMORY_READ, MEMORY_WRITE, ToolSpec
 
@@ -36,6 +38,10 @@ KV_LIST: Final = "kv_list"
 KNOWLEDGE_ADD_ENTITY: Final = "knowledge_add_entity"
 KNOWLEDGE_ADD_RELATION: Final = "knowledge_add_relation"
 KNOWLEDGE_QUERY: Final = "knowledge_query"
+SEARCH_SKILLS: Final = "search_skills"
+GET_SKILL: Final = "get_skill"
+SAVE_SKILL: Final = "save_skill"
+RECORD_FEEDBACK: Final = "record_feedback"
 MAX_EXPLORE_DEPTH: Final = 3
 MAX_RELATED_HOPS: Final = 3
 
@@ -62,6 +68,14 @@ _SOURCES: dict[str, Any] = {
     "maxItems": MAX_SOURCES,
     "description": "ids of the long-term memories this was learned from (provenance)",
 }
+
+_SKILL_NAME: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": skill_inputs.MAX_NAME_CHARS,
+    "description": "a skill name: lower-case path segments joined by '/', e.g. mcp/email or summarize-emails",
+}
+_SKILL_NAMES: dict[str, Any] = {"type": "array", "items": _SKILL_NAME, "maxItems": skill_inputs.MAX_REFERENCES}
 
 
 def _object(properties: dict[str, dict[str, Any]], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -340,5 +354,79 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
             }
         ),
         MEMORY_READ,
+    ),
+    ToolSpec(
+        SEARCH_SKILLS,
+        "Search your skills, the procedures you keep for recurring tasks (how to do something, step by step), by "
+        "keywords and meaning over their names, summaries and content. Returns names and summaries, best first; "
+        "read one in full with get_skill. Facts you learned are in search_memory, this session's tool results "
+        "in search_working_memory.",
+        _object(
+            {
+                "query": _described({"type": "string", "minLength": 1}, "the task you need a procedure for"),
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+            },
+            ("query",),
+        ),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        GET_SKILL,
+        "Read one of your skills in full by its name (as search_skills shows it): its summary, its steps and "
+        "the related skills to see also. In a session, this records that the session used the skill.",
+        _object({"name": _SKILL_NAME}, ("name",)),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        SAVE_SKILL,
+        "Save a skill: a reusable procedure for a kind of task you will meet again (concrete steps, examples, "
+        "edge cases). Saving an existing name replaces its summary and content (the old version is kept in its "
+        "history); see_also names related skills. For a single fact use save_memory.",
+        _object(
+            {
+                "name": _SKILL_NAME,
+                "summary": _described(
+                    {"type": "string", "minLength": 1, "maxLength": skill_inputs.MAX_SUMMARY_CHARS},
+                    "one line: what it is for",
+                ),
+                "content": _described({"type": "string", "minLength": 1}, "the procedure itself"),
+                "see_also": _described(
+                    {**_SKILL_NAMES, "maxItems": skill_inputs.MAX_SEE_ALSO}, "names of related skills"
+                ),
+            },
+            ("name", "summary", "content"),
+        ),
+        MEMORY_WRITE,
+    ),
+    ToolSpec(
+        RECORD_FEEDBACK,
+        "Record how a session went, for your memory's nightly review: correction (the user corrected you: say "
+        "what was wrong in comment), session_summary (with a rating: poor, fair, good or excellent), stale "
+        "(something you recalled was out of date) or wrong (something you recalled or did was wrong). Name the "
+        "memories (entry_ids) and skills (skill_names) it is about when you know them.",
+        _object(
+            {
+                "kind": {"type": "string", "enum": list(FEEDBACK_KINDS)},
+                "session_id": _described(
+                    {"type": "string", "minLength": 1}, "the session it is about (default: your current session)"
+                ),
+                "rating": _described({"type": "string", "enum": list(RATINGS)}, "session_summary only"),
+                "comment": _described(
+                    {"type": "string", "maxLength": skill_inputs.MAX_COMMENT_CHARS},
+                    "what was wrong, or what the user said",
+                ),
+                "entry_ids": _described(
+                    {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1},
+                        "maxItems": skill_inputs.MAX_REFERENCES,
+                    },
+                    "ids of the long-term memories it is about",
+                ),
+                "skill_names": _described(_SKILL_NAMES, "names of the skills it is about"),
+            },
+            ("kind",),
+        ),
+        MEMORY_WRITE,
     ),
 )

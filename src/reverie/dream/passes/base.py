@@ -95,6 +95,9 @@ class PassContext:
     wait_for_llm: Callable[[], None]
     report: PassReport = field(default_factory=lambda: PassReport(name=""))
     run_id: str = ""  # the run's id: evidence rows name it
+    trigger: str = "scheduled"  # the run's trigger: scheduled, manual or idle
+    # Publishes the pass's own progress (and its report so far) in the run record; a no-op outside the service.
+    progress: Callable[[str], None] = field(default=lambda _text: None)
 
     def now(self) -> datetime:
         return self.clock.now()

@@ -5,9 +5,10 @@ Invariants:
 - Log retention runs first and unconditionally (before any "nothing to do" return of a later pass), and is
   best effort: one log failing is reported and the sweep goes on.
 - The archive purge is the only pass that destroys memory: entries archived longer than the retention,
-  never above the high-value floor (``LongTermMemory.purge``), and KV keys deleted longer than the same
-  retention (``KvRepository.purge_deleted``). It runs before consolidation, so the window is measured from
-  the archive event, not from what this cycle is about to archive.
+  never above the high-value floor (``LongTermMemory.purge``), and KV keys deleted (and skills archived)
+  longer than the same retention (``KvRepository.purge_deleted``, ``SkillRepository.purge_archived``). It
+  runs before consolidation, so the window is measured from the archive event, not from what this cycle is
+  about to archive.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ class ArchivePurgePass:
         keys = ctx.store.kv.purge_deleted(cutoff)
         if keys:
             log.info("DreamService: purged %d deleted KV keys (every agent's) deleted before %s", keys, cutoff)
+        skills = ctx.store.skills.purge_archived(cutoff)  # archived skills too, on the same terms
+        if skills:
+            log.info("DreamService: purged %d skills (every agent's) archived before %s", skills, cutoff)
         report.counts = {"purged": len(purged.purged), "kept": len(purged.protected)}
         report.summary = f"archive purge — purged {len(purged.purged)}, kept {len(purged.protected)} above the floor"
         log.info("DreamService: %s (agent %s)", report.summary, ctx.agent_id)

@@ -129,6 +129,10 @@ class PgDatabase:
         with self.transaction():
             return self._translate(work, self._local.conn)
 
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside ``transaction()``."""
+        return getattr(self._local, "conn", None) is not None
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         current: Conn | None = getattr(self._local, "conn", None)

@@ -392,10 +392,73 @@ CREATE TABLE graph_extraction (
 );
 """
 
+# Skills, their versions, the skill-usage log and the feedback log (``storage.skills``), as SQLite's
+# 0016_skills_feedback. Names sort by code point (COLLATE "C", SQLite's BINARY); a skill's vector is pgvector's
+# ``vector`` without a fixed dimension (the skills are scored in the process, never through an index).
+_SKILLS_FEEDBACK = """
+CREATE TABLE skills (
+    seq          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_id     text NOT NULL,
+    name         text COLLATE "C" NOT NULL,
+    summary      text NOT NULL,
+    content      text NOT NULL,
+    see_also     jsonb NOT NULL DEFAULT '[]',
+    metadata     jsonb NOT NULL DEFAULT '{}',
+    created_at   timestamptz NOT NULL,
+    updated_at   timestamptz NOT NULL,
+    last_used_at timestamptz,
+    archived_at  timestamptz,
+    version      integer NOT NULL,
+    vector       vector,
+    vector_model text,
+    UNIQUE (agent_id, name)
+);
+CREATE INDEX skills_archived ON skills (archived_at) WHERE archived_at IS NOT NULL;
+CREATE TABLE skill_versions (
+    agent_id    text NOT NULL,
+    name        text COLLATE "C" NOT NULL,
+    version     integer NOT NULL,
+    change      text NOT NULL,
+    recorded_at timestamptz NOT NULL,
+    summary     text NOT NULL,
+    content     text NOT NULL,
+    see_also    jsonb NOT NULL DEFAULT '[]',
+    metadata    jsonb NOT NULL DEFAULT '{}',
+    archived    boolean NOT NULL,
+    PRIMARY KEY (agent_id, name, version)
+);
+CREATE TABLE skill_usage (
+    seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_id   text NOT NULL,
+    session_id text NOT NULL,
+    name       text COLLATE "C" NOT NULL,
+    used_at    timestamptz NOT NULL
+);
+CREATE INDEX skill_usage_agent_at ON skill_usage (agent_id, used_at);
+CREATE INDEX skill_usage_session ON skill_usage (agent_id, session_id);
+CREATE INDEX skill_usage_at ON skill_usage (used_at);
+CREATE TABLE feedback (
+    seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    feedback_id text NOT NULL UNIQUE,
+    agent_id    text NOT NULL,
+    session_id  text NOT NULL,
+    kind        text NOT NULL,
+    rating      text,
+    comment     text,
+    entry_ids   jsonb NOT NULL DEFAULT '[]',
+    skill_names jsonb NOT NULL DEFAULT '[]',
+    created_at  timestamptz NOT NULL
+);
+CREATE INDEX feedback_agent_at ON feedback (agent_id, created_at);
+CREATE INDEX feedback_session ON feedback (agent_id, session_id);
+CREATE INDEX feedback_at ON feedback (created_at);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_kv_graph", _KV_GRAPH),
     ("0003_graph_extraction", _GRAPH_EXTRACTION),
+    ("0005_skills_feedback", _SKILLS_FEEDBACK),
 ]
 
 

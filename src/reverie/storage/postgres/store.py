@@ -24,6 +24,7 @@ from reverie.storage.postgres.facts import PgFacts, PgVersions
 from reverie.storage.postgres.keys import PgKeys
 from reverie.storage.postgres.knowledge import PgGraph, PgKv
 from reverie.storage.postgres.sessions import PgSessions
+from reverie.storage.postgres.skills import PgFeedback, PgSkills
 from reverie.storage.postgres.usage import PgUsage
 from reverie.storage.postgres.vectors import PgMeta, PgVectors
 from reverie.storage.postgres.working import PgWorking
@@ -50,6 +51,8 @@ class PgStore:
         self._usage = PgUsage(self._db)
         self._kv = PgKv(self._db)
         self._graph = PgGraph(self._db)
+        self._skills = PgSkills(self._db)
+        self._feedback = PgFeedback(self._db)
         self._now = now
 
     @property
@@ -101,12 +104,23 @@ class PgStore:
         return self._graph
 
     @property
+    def skills(self) -> PgSkills:
+        return self._skills
+
+    @property
+    def feedback(self) -> PgFeedback:
+        return self._feedback
+
+    @property
     def database(self) -> PgDatabase:
         """The connection pool, for tests and tools inside this package that inspect the database itself."""
         return self._db
 
     def transaction(self) -> AbstractContextManager[None]:
         return self._db.transaction()
+
+    def in_transaction(self) -> bool:
+        return self._db.in_transaction()
 
     def migrations(self) -> list[tuple[str, datetime]]:
         return migrations.applied(self._db)

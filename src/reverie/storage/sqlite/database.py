@@ -134,6 +134,10 @@ class Database:
             # Only reachable when a lock is refused while we hold the write lock: report, never leak.
             raise StoreBusy(f"{self.path}: {exc}") from exc
 
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside ``transaction()``."""
+        return bool(getattr(self._local, "depth", 0))
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         conn = self.connection()

@@ -474,6 +474,68 @@ CREATE TABLE graph_extraction (
 );
 """
 
+# Skills, their versions, the skill-usage log and the feedback log (``storage.skills``). A skill is one row
+# per (agent, name), archived or not; every write that changes it adds a version row. ``seq`` is insertion
+# order (the tie-break of "newest first"); the usage and feedback logs are append-only until their purge.
+_SKILLS_FEEDBACK = """
+CREATE TABLE skills (
+    seq          INTEGER PRIMARY KEY,
+    agent_id     TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    summary      TEXT NOT NULL,
+    content      TEXT NOT NULL,
+    see_also     TEXT NOT NULL DEFAULT '[]',
+    metadata     TEXT NOT NULL DEFAULT '{}',
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    last_used_at TEXT,
+    archived_at  TEXT,
+    version      INTEGER NOT NULL,
+    vector       BLOB,
+    vector_model TEXT,
+    UNIQUE (agent_id, name)
+);
+CREATE INDEX skills_archived ON skills (archived_at) WHERE archived_at IS NOT NULL;
+CREATE TABLE skill_versions (
+    agent_id    TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    change      TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    summary     TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    see_also    TEXT NOT NULL DEFAULT '[]',
+    metadata    TEXT NOT NULL DEFAULT '{}',
+    archived    INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, name, version)
+) WITHOUT ROWID;
+CREATE TABLE skill_usage (
+    seq        INTEGER PRIMARY KEY,
+    agent_id   TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    used_at    TEXT NOT NULL
+);
+CREATE INDEX skill_usage_agent_at ON skill_usage (agent_id, used_at);
+CREATE INDEX skill_usage_session ON skill_usage (agent_id, session_id);
+CREATE INDEX skill_usage_at ON skill_usage (used_at);
+CREATE TABLE feedback (
+    seq         INTEGER PRIMARY KEY,
+    feedback_id TEXT NOT NULL UNIQUE,
+    agent_id    TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    rating      TEXT,
+    comment     TEXT,
+    entry_ids   TEXT NOT NULL DEFAULT '[]',
+    skill_names TEXT NOT NULL DEFAULT '[]',
+    created_at  TEXT NOT NULL
+);
+CREATE INDEX feedback_agent_at ON feedback (agent_id, created_at);
+CREATE INDEX feedback_session ON feedback (agent_id, session_id);
+CREATE INDEX feedback_at ON feedback (created_at);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -489,6 +551,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0012_keys_usage", _KEYS_USAGE),
     ("0013_kv_graph", _KV_GRAPH),
     ("0014_graph_extraction", _GRAPH_EXTRACTION),
+    ("0016_skills_feedback", _SKILLS_FEEDBACK),
 ]
 
 

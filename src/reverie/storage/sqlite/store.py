@@ -20,6 +20,7 @@ from reverie.storage.sqlite.facts import SqliteFacts, SqliteVersions
 from reverie.storage.sqlite.keys import SqliteKeys
 from reverie.storage.sqlite.knowledge import SqliteGraph, SqliteKv
 from reverie.storage.sqlite.sessions import SqliteSessions
+from reverie.storage.sqlite.skills import SqliteFeedback, SqliteSkills
 from reverie.storage.sqlite.usage import SqliteUsage
 from reverie.storage.sqlite.vectors import SqliteMeta, SqliteVectors
 from reverie.storage.sqlite.working import SqliteWorking
@@ -50,6 +51,8 @@ class SqliteStore:
         self._usage = SqliteUsage(self._db)
         self._kv = SqliteKv(self._db)
         self._graph = SqliteGraph(self._db)
+        self._skills = SqliteSkills(self._db)
+        self._feedback = SqliteFeedback(self._db)
         try:
             migrations.apply(self._db, now)
         except BaseException:
@@ -105,8 +108,19 @@ class SqliteStore:
     def graph(self) -> SqliteGraph:
         return self._graph
 
+    @property
+    def skills(self) -> SqliteSkills:
+        return self._skills
+
+    @property
+    def feedback(self) -> SqliteFeedback:
+        return self._feedback
+
     def transaction(self) -> AbstractContextManager[None]:
         return self._db.transaction()
+
+    def in_transaction(self) -> bool:
+        return self._db.in_transaction()
 
     def migrations(self) -> list[tuple[str, datetime]]:
         return migrations.applied(self._db)
