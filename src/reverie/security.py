@@ -96,7 +96,7 @@ class ApiKeys:
         Raises ``ValidationError`` naming the bad argument; nothing is written then.
         """
         clean_name = validate.identifier(name, name="name")
-        agent = None if agent_id is None else validate.agent_id(agent_id)  # a reserved id (@user) is no agent
+        agent = None if agent_id is None else validate.agent_id(agent_id)  # a reserved id (@user/<id>) is no agent
         chosen = _scopes(scopes, admin=agent is None)
         key_id = secrets.token_hex(6)
         secret = f"{SECRET_PREFIX}{key_id}_{secrets.token_urlsafe(_TOKEN_BYTES)}"

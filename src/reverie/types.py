@@ -22,9 +22,22 @@ DEFAULT_AGENT = "default"
 DEFAULT_CATEGORY = "general"
 # Agent ids starting with this are reserved for the engine: no public entry point accepts one.
 RESERVED_AGENT_PREFIX = "@"
-# The reserved agent id user-level memory is stored under (proactive memory's user_memory): an entry of
-# Scope(agent_id=USER_AGENT, user_id=U) is shared by every agent serving user U (``reverie.memory.proactive``).
-USER_AGENT = "@user"
+# User-level memory (proactive memory's user_memory) of user U is stored under the reserved agent id
+# "@user/U" (``user_agent``), with U as the user id: shared by every agent serving U
+# (``reverie.memory.proactive``). One reserved agent per user, not one for all users: every per-agent
+# structure (the BM25 index, the vector index or pgvector's per-agent scan, the dream's per-agent run) then
+# sees one user's memories only, so one user's recall never thins out among other users' candidates.
+USER_AGENT_PREFIX = "@user/"
+
+
+def user_agent(user_id: str) -> str:
+    """The reserved agent id user ``user_id``'s user-level memory is stored under."""
+    return USER_AGENT_PREFIX + user_id
+
+
+def is_user_agent(agent_id: str) -> bool:
+    """Whether ``agent_id`` is a user's reserved agent (``user_agent``)."""
+    return agent_id.startswith(USER_AGENT_PREFIX)
 
 
 class Tier(StrEnum):

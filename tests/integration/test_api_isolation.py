@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 import reverie
-from reverie.types import USER_AGENT
+from reverie.types import is_user_agent, user_agent
 
 from ._api import READ_WRITE, client, memory, serving
 
@@ -196,7 +196,7 @@ class Isolation(RuleBasedStateMachine):
     def _check_proactive(self, agent: str, user: str | None, body: dict[str, Any]) -> None:
         """A proactive entry a request about ``agent`` (and ``user``) returned is the agent's agent-wide one, or
         the named user's user memory: nothing else, and as the model has it."""
-        if body["agent_id"] == USER_AGENT:
+        if is_user_agent(body["agent_id"]):
             assert user is not None and body["user_id"] == user
             fact = self.user_model[user][body["id"]]
         else:
@@ -220,7 +220,7 @@ class Isolation(RuleBasedStateMachine):
         entry = saved["entry"]
         fact = Fact(entry["content"], entry["archived"], entry["importance"])
         if user is not None:  # a user memory: shared, stored under the reserved agent
-            assert (entry["agent_id"], entry["user_id"], saved["scope"]) == (USER_AGENT, user, "user")
+            assert (entry["agent_id"], entry["user_id"], saved["scope"]) == (user_agent(user), user, "user")
             self.user_model[user][entry["id"]] = fact
         else:  # the agent's own (a user memory without a user falls back to it)
             assert (entry["agent_id"], entry["user_id"], saved["scope"]) == (agent, None, "agent")
@@ -288,7 +288,8 @@ class Isolation(RuleBasedStateMachine):
     def each_user_holds_exactly_what_its_model_says(self) -> None:
         users = getattr(self, "users", [])
         stored: dict[str, dict[str, Fact]] = {u: {} for u in users}
-        for e in self.rv.store.facts.iter_all(USER_AGENT):
+        for e in (e for a in self.rv.store.facts.agents() if is_user_agent(a) for e in self.rv.store.facts.iter_all(a)):
+            assert e.scope.agent_id == user_agent(e.scope.user_id or "")  # each user's memory under its own id
             if e.scope.user_id in stored:
                 stored[e.scope.user_id][e.id] = Fact(e.content, e.archived, e.importance)
         assert stored == {u: self.user_model[u] for u in users}

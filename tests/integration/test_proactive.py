@@ -28,7 +28,7 @@ from reverie.errors import ConfigError, LLMError, NotFound, ValidationError
 from reverie.memory.proactive import PURPOSE
 from reverie.prompts import AUTO_MEMORIZE, default_prompt
 from reverie.testing import ChatReply, ScriptedOpenAIServer
-from reverie.types import USER_AGENT, Change, MemoryEntry
+from reverie.types import Change, MemoryEntry, user_agent
 
 BACKENDS = ["sqlite", "postgresql"]
 CHAT = "/v1/chat/completions"
@@ -124,7 +124,9 @@ def test_rules_save_every_category_in_its_scope(rv: reverie.Reverie, clock: Fake
     assert set(by_category) == set(CATEGORIES)
     for category, saved in by_category.items():
         entry = _stored(rv, saved.id)
-        expected = {"project_context": Scope("a", "u1"), "frustration": scope}.get(category, Scope(USER_AGENT, "u1"))
+        expected = {"project_context": Scope("a", "u1"), "frustration": scope}.get(
+            category, Scope(user_agent("u1"), "u1")
+        )
         assert entry.scope == expected, category
         assert saved.kind == {"project_context": "agent", "frustration": "session"}.get(category, "user")
         assert (entry.category, entry.source, "proactive" in entry.tags) == (category, "inferred", True)
@@ -184,7 +186,11 @@ def test_the_llm_extracts_in_one_call(make: Make, server: ScriptedOpenAIServer) 
         ("The team deploys on Fridays", "agent", 0.6),
         ("User is annoyed by the flaky build", "session", 0.5),
     ]
-    assert [r.entry.scope for r in result.saved] == [Scope(USER_AGENT, "u1"), Scope("a", "u1"), Scope("a", "u1", "s1")]
+    assert [r.entry.scope for r in result.saved] == [
+        Scope(user_agent("u1"), "u1"),
+        Scope("a", "u1"),
+        Scope("a", "u1", "s1"),
+    ]
     requests = [r.body for r in server.requests if r.path == CHAT]
     assert len(requests) == 1
     system, user = requests[0]["messages"]
@@ -284,7 +290,7 @@ def test_user_memory_is_shared_by_the_users_agents_and_nothing_else_is(rv: rever
     rv.proactive.auto_memorize("I prefer green tea. We're building Atlas.", scope=Scope("a", "u1"))
     wide = _one(rv, "The team ships Atlas on Fridays", "project_context", "agent", Scope("a"))
     tea = rv.proactive.user_memories("u1")[0]
-    assert tea.content == "User prefers green tea" and tea.scope == Scope(USER_AGENT, "u1")
+    assert tea.content == "User prefers green tea" and tea.scope == Scope(user_agent("u1"), "u1")
 
     assert _contents(rv.proactive.auto_retrieve("green tea", scope=Scope("b", "u1"))) == ["User prefers green tea"]
     assert _contents(rv.proactive.auto_retrieve("Atlas", scope=Scope("b", "u1"))) == []  # a's memories are a's
@@ -301,7 +307,7 @@ def test_user_memory_is_shared_by_the_users_agents_and_nothing_else_is(rv: rever
         rv.proactive.forget(wide, scope=Scope("b", "u1"))  # another agent's id
     assert rv.proactive.forget(tea.id, scope=Scope("b", "u1")).archived  # the user's memory, shared
     with pytest.raises(ValidationError):
-        rv.proactive.auto_retrieve("tea", scope=Scope(USER_AGENT, "u1"))
+        rv.proactive.auto_retrieve("tea", scope=Scope(user_agent("u1"), "u1"))
 
 
 def test_session_memory_expires_after_the_ttl(rv: reverie.Reverie, clock: FakeClock) -> None:
@@ -538,12 +544,12 @@ def test_the_context_of_a_turn_includes_the_users_memory_once(make: Make) -> Non
 # -- validation and reserved ids -----------------------------------------------------------------------------------
 def test_reserved_agent_ids_are_refused_everywhere_public(rv: reverie.Reverie, tmp_path: Path) -> None:
     for call in (
-        lambda: rv.memory.save("x", scope=Scope(USER_AGENT, "u1")),
-        lambda: rv.memory.search("x", scope=Scope(USER_AGENT, "u1")),
+        lambda: rv.memory.save("x", scope=Scope(user_agent("u1"), "u1")),
+        lambda: rv.memory.search("x", scope=Scope(user_agent("u1"), "u1")),
         lambda: rv.memory.get("000000000000", scope=Scope("@other")),
-        lambda: rv.keys.create("k", agent_id=USER_AGENT, scopes=["memory_read"]),
-        lambda: rv.proactive.auto_memorize("I prefer tea.", scope=Scope(USER_AGENT, "u1")),
-        lambda: rv.proactive.sweep(USER_AGENT),
+        lambda: rv.keys.create("k", agent_id=user_agent("u1"), scopes=["memory_read"]),
+        lambda: rv.proactive.auto_memorize("I prefer tea.", scope=Scope(user_agent("u1"), "u1")),
+        lambda: rv.proactive.sweep(user_agent("u1")),
     ):
         with pytest.raises(ValidationError, match="reserved"):
             call()

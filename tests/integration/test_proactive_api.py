@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 import reverie
-from reverie.types import USER_AGENT
+from reverie.types import user_agent
 
 from ._api import Keys, client, make_keys, memory, serving
 
@@ -53,7 +53,7 @@ def test_memorize_retrieve_and_list_share_only_user_memory(api: tuple[str, Keys]
             ("project_context", "agent", False),
         ]
         tea, atlas = (s["id"] for s in body["saved"])
-        assert body["saved"][0]["entry"]["agent_id"] == USER_AGENT
+        assert body["saved"][0]["entry"]["agent_id"] == user_agent("u1")
 
         hits = b.post(memory("b", "/retrieve"), params={"user_id": "u1"}, json={"query": "green tea Atlas"}).json()
         assert [(h["entry"]["id"], h["scope"]) for h in hits["hits"]] == [(tea, "user")]  # never a's project
@@ -111,10 +111,10 @@ def test_bad_input_is_a_422_naming_the_field(api: tuple[str, Keys]) -> None:
             assert response.status_code == 422, (body, response.text)
         assert a.post(memory("a", "/retrieve"), json={"query": "x", "limit": 0}).status_code == 422
         assert a.get(memory("a", "/proactive"), params={"category": "Bad Category"}).status_code == 422
-        reserved = admin.post(memory(USER_AGENT, "/entries"), json={"content": "x"})
+        reserved = admin.post(memory("@user", "/entries"), json={"content": "x"})
         assert reserved.status_code == 422 and "reserved" in reserved.json()["message"]
-        assert admin.post(memory(USER_AGENT, "/retrieve"), json={"query": "x"}).status_code == 422
-        key = admin.post("/api/keys", json={"name": "k", "agent_id": USER_AGENT, "scopes": ["memory_read"]})
+        assert admin.post(memory("@user", "/retrieve"), json={"query": "x"}).status_code == 422
+        key = admin.post("/api/keys", json={"name": "k", "agent_id": user_agent("u1"), "scopes": ["memory_read"]})
         assert key.status_code == 422 and key.json()["field"] == "agent_id"
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from reverie.errors import ValidationError
-from reverie.types import RESERVED_AGENT_PREFIX, Scope, Tier
+from reverie.types import RESERVED_AGENT_PREFIX, USER_AGENT_PREFIX, Scope, Tier, is_user_agent
 
 CATEGORY_PATTERN = re.compile(r"^[a-z0-9_-]+(?:/[a-z0-9_-]+)*$")
 MAX_CATEGORY_CHARS = 200
@@ -131,7 +131,7 @@ def identifier(value: object, *, name: str) -> str:
 
 def agent_id(value: object, *, name: str = "agent_id") -> str:
     """An agent id a caller may use: an identifier that does not start with ``@`` (reserved for the
-    engine's own scopes, such as proactive memory's user-level ``@user``)."""
+    engine's own scopes, such as proactive memory's user-level ``@user/<id>``)."""
     clean = identifier(value, name=name)
     if clean.startswith(RESERVED_AGENT_PREFIX):
         raise ValidationError(
@@ -149,13 +149,18 @@ def scope(value: object) -> Scope:
 
 
 def internal_scope(value: object) -> Scope:
-    """A scope the engine's own services use: as ``scope``, but a reserved agent id (``@user``) is allowed.
-    Interfaces never call it."""
+    """A scope the engine's own services use: as ``scope``, but a reserved agent id (a user's ``@user/<id>``)
+    is allowed (its user part is checked as an id: the prefix does not count against the length). Interfaces
+    never call it."""
     if value is None:
         return Scope()
     if not isinstance(value, Scope):
         raise ValidationError("scope must be a reverie.Scope", field="scope")
-    identifier(value.agent_id, name="agent_id")
+    agent = value.agent_id
+    if isinstance(agent, str) and is_user_agent(agent):
+        identifier(agent[len(USER_AGENT_PREFIX) :], name="agent_id")
+    else:
+        identifier(agent, name="agent_id")
     if value.user_id is not None:
         identifier(value.user_id, name="user_id")
     if value.session_id is not None:

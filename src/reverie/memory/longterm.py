@@ -155,7 +155,7 @@ class LongTermMemory:
         dedup: bool = True,
     ) -> SaveResult:
         """``save`` for the engine's own services (proactive memory): ``scope`` may be a reserved one
-        (``types.USER_AGENT``), which every public entry point refuses. Never queued for the expansion (such
+        (``types.user_agent``), which every public entry point refuses. Never queued for the expansion (such
         saves are focused facts already); the graph extraction as in ``save``. Interfaces never call it."""
         now = self._clock.now()
         entry, notes = self._build(

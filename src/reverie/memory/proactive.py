@@ -6,7 +6,7 @@ embedding, versions, provenance ``inferred``), with the category it was extracte
 and its bookkeeping in ``metadata["proactive"]`` (``core.proactive.State``). Scopes:
 
 - ``user`` (user_memory): about the user, shared by every agent serving that user, never decays. Stored
-  under the reserved agent ``@user`` (``types.USER_AGENT``) with the user's id, which only this service
+  under the user's reserved agent ``@user/<user id>`` (``types.user_agent``) with the user's id, which only this service
   writes or reads (every public entry point refuses an agent id starting with ``@``). Without a user id such
   a memory is the agent's.
 - ``agent`` (agent_memory): ``Scope(agent, user)`` (the user's with this agent, or agent-wide without one).
@@ -76,7 +76,7 @@ from reverie.memory.proactive_upkeep import (
 )
 from reverie.recall.hybrid import HybridSearch
 from reverie.storage.base import FactFilter, Store, TurnRecord
-from reverie.types import USER_AGENT, Change, MemoryEntry, SaveResult, Scope, SearchHit, SearchResults
+from reverie.types import Change, MemoryEntry, SaveResult, Scope, SearchHit, SearchResults, user_agent
 
 log = logging.getLogger("reverie.proactive")
 
@@ -421,7 +421,8 @@ class ProactiveMemory:
         floor = self._floor(clean.agent_id, floor)
         rankings = [self._search(text, clean, count, floor)]
         if clean.user_id is not None:
-            rankings.append(self._search(text, Scope(agent_id=USER_AGENT, user_id=clean.user_id), count, floor))
+            shared = Scope(agent_id=user_agent(clean.user_id), user_id=clean.user_id)
+            rankings.append(self._search(text, shared, count, floor))
         hits = {h.entry.id: h for ranking in rankings for h in ranking}
         fused = reciprocal_rank_fusion([[h.entry.id for h in r] for r in rankings])[:count]
         touched = self._touch([hits[i].entry for i, _ in fused])
@@ -520,7 +521,7 @@ class ProactiveMemory:
         clean_id = validate.identifier(entry_id, name="id")
         entry = self._store.facts.get(clean_id, clean)
         if entry is None and clean.user_id is not None:
-            entry = self._store.facts.get(clean_id, Scope(agent_id=USER_AGENT, user_id=clean.user_id))
+            entry = self._store.facts.get(clean_id, Scope(agent_id=user_agent(clean.user_id), user_id=clean.user_id))
         if entry is None or not is_proactive(entry):
             raise NotFound(f"no proactive memory with id {entry_id!r} in this scope")
         if entry.archived:
@@ -551,8 +552,8 @@ class ProactiveMemory:
 
 def _target(kind: str, scope: Scope) -> Scope:
     """Where a memory of ``kind`` (already resolved by ``effective_kind``) is stored."""
-    if kind == USER:
-        return Scope(agent_id=USER_AGENT, user_id=scope.user_id)
+    if kind == USER and scope.user_id is not None:  # effective_kind gives USER only with a user id
+        return Scope(agent_id=user_agent(scope.user_id), user_id=scope.user_id)
     if kind == SESSION:
         return scope
     return Scope(agent_id=scope.agent_id, user_id=scope.user_id)

@@ -9,7 +9,7 @@ Invariants:
 - Only proactive entries (tag ``proactive``) are ever touched, and a consolidation only merges entries of
   one exact scope (agent, user, session): it never widens or narrows who sees a fact.
 - The decay sweep of an agent runs at most once per ``sweep_minutes`` (the time of the last one is kept in
-  the store's meta table, so every process shares it); user-level memory (``@user``) never decays.
+  the store's meta table, so every process shares it); user-level memory (``@user/<id>``) never decays.
 
 Cost: an agent's proactive entries are listed by reading all of the agent's entries (the store has no tag
 index). That happens in a sweep (at most hourly), in a consolidation (every ``consolidate_every`` memorize
@@ -46,7 +46,7 @@ from reverie.embed.base import Embedder
 from reverie.errors import EmbeddingError
 from reverie.memory.kv import KvMemory
 from reverie.storage.base import FactFilter, Store
-from reverie.types import USER_AGENT, Change, MemoryEntry, Scope
+from reverie.types import Change, MemoryEntry, Scope, is_user_agent, user_agent
 
 log = logging.getLogger("reverie.proactive")
 
@@ -111,7 +111,7 @@ def copied_to_kv(scope: Scope) -> bool:
     """Whether an entry of ``scope`` has a key-value copy (and a place in the graph): only agent-wide ones.
     The key-value store and the graph are the agent's, read by all its users and sessions, so a copy of a
     user's or a session's memory there would show it to the others."""
-    return scope.agent_id != USER_AGENT and scope.user_id is None and scope.session_id is None
+    return not is_user_agent(scope.agent_id) and scope.user_id is None and scope.session_id is None
 
 
 class ProactiveUpkeep:
@@ -139,7 +139,7 @@ class ProactiveUpkeep:
 
     def user_entries(self, user_id: str, now: datetime, limit: int | None = None) -> list[MemoryEntry]:
         """The user's live user-level memories, most recently reinforced first (all when ``limit`` is None)."""
-        flt = FactFilter(scope=Scope(agent_id=USER_AGENT, user_id=user_id), now=now)
+        flt = FactFilter(scope=Scope(agent_id=user_agent(user_id), user_id=user_id), now=now)
         if limit is None:
             limit = self._user_count(user_id, now)
         if limit <= 0:
@@ -155,7 +155,7 @@ class ProactiveUpkeep:
         if not force and not self._due(key, now):
             return SweepReport(agent_id, ran=False)
         self._store.meta.set(key, now.isoformat())
-        if agent_id == USER_AGENT:
+        if is_user_agent(agent_id):
             return SweepReport(agent_id, ran=True)  # user-level memory never decays
         entries = self.live_entries(agent_id, now)
         decayed: list[str] = []
@@ -225,7 +225,7 @@ class ProactiveUpkeep:
 
     def _user_count(self, user_id: str, now: datetime) -> int:
         """The user's live user-level memories, counted by the store (no entry is read)."""
-        flt = FactFilter(scope=Scope(agent_id=USER_AGENT, user_id=user_id), now=now)
+        flt = FactFilter(scope=Scope(agent_id=user_agent(user_id), user_id=user_id), now=now)
         return sum(c.count for c in self._store.facts.taxonomy(flt))
 
     def _cap(self, entries: Sequence[MemoryEntry], agent_id: str | None) -> list[str]:
@@ -270,7 +270,7 @@ class ProactiveUpkeep:
         now = self._clock.now()
         merges: list[MergeDone] = []
         examined = 0
-        if agent_id != USER_AGENT:
+        if not is_user_agent(agent_id):
             entries = self.live_entries(agent_id, now)
             self._store.meta.set(LIVE_KEY + agent_id, str(len(entries)))
             window = entries if full else _newest(entries, self.config.consolidate_window)
