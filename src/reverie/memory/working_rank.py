@@ -16,16 +16,13 @@ Invariants:
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from reverie.core import fusion, tokens
 from reverie.embed.base import Embedder
 from reverie.errors import EmbeddingError
-from reverie.recall.postings import bm25
+from reverie.recall.postings import score_documents, weighted_document
 from reverie.storage.base import WorkingEntry
 
 log = logging.getLogger("reverie.working")
@@ -41,43 +38,20 @@ class Ranked:
     matched_by: str  # bm25 | vector | bm25+vector
 
 
-def _document(entry: WorkingEntry) -> tuple[dict[str, float], int]:
-    """The entry's weighted word frequencies and its length in words over all columns."""
-    counts: dict[str, float] = {}
-    length = 0
-    for weight, text in (
-        (KEY_WEIGHT, entry.key),
-        (VALUE_WEIGHT, entry.value),
-        (TAGS_WEIGHT, " ".join(entry.tags)),
-        (CATEGORY_WEIGHT, entry.category or ""),
-    ):
-        words = tokens.tokens(text)
-        length += len(words)
-        for word, occurrences in Counter(words).items():
-            counts[word] = counts.get(word, 0.0) + weight * occurrences
-    return counts, length
-
-
 def lexical_scores(entries: Sequence[WorkingEntry], query: str) -> dict[str, float]:
     """BM25 score by key of every entry holding at least one query word (scores are positive)."""
-    terms = tokens.search_terms(query)
-    if not terms or not entries:
-        return {}
-    documents = [_document(e) for e in entries]
-    lengths = np.asarray([length for _, length in documents], dtype=np.float32)
-    average = max(float(lengths.mean()), 1.0)
-    total = np.zeros(len(entries), dtype=np.float64)
-    matched = np.zeros(len(entries), dtype=bool)
-    for term, repeats in Counter(terms).items():
-        tf = np.asarray([counts.get(term, 0.0) for counts, _ in documents], dtype=np.float32)
-        holding = tf > 0
-        if not holding.any():
-            continue
-        matched |= holding
-        total += bm25(
-            tf, lengths, documents=len(entries), matching=int(holding.sum()), average_length=average, repeats=repeats
+    documents = [
+        weighted_document(
+            (
+                (KEY_WEIGHT, e.key),
+                (VALUE_WEIGHT, e.value),
+                (TAGS_WEIGHT, " ".join(e.tags)),
+                (CATEGORY_WEIGHT, e.category or ""),
+            )
         )
-    return {entries[int(i)].key: float(total[i]) for i in np.flatnonzero(matched)}
+        for e in entries
+    ]
+    return {entries[i].key: score for i, score in score_documents(documents, tokens.search_terms(query)).items()}
 
 
 def semantic_scores(

@@ -161,3 +161,40 @@ def _group(vocabulary: dict[str, int], key: npt.NDArray[np.int64], weights: Floa
     rows = (key - term_of * n).astype(np.int32)
     bounds = np.searchsorted(term_of, np.arange(len(vocabulary) + 1, dtype=np.int64))
     return {w: Postings(rows[bounds[i] : bounds[i + 1]], tfs[bounds[i] : bounds[i + 1]]) for w, i in vocabulary.items()}
+
+
+Document = tuple[dict[str, float], int]  # a document's weighted word frequencies, and its length in words
+
+
+def weighted_document(columns: Sequence[tuple[float, str]]) -> Document:
+    """A small document's weighted word frequencies and its length in words over all ``(weight, text)``
+    columns (a word counts ``weight`` per occurrence in its column)."""
+    counts: dict[str, float] = {}
+    length = 0
+    for weight, text in columns:
+        words = tokens(text)
+        length += len(words)
+        for term, occurrences in Counter(words).items():
+            counts[term] = counts.get(term, 0.0) + weight * occurrences
+    return counts, length
+
+
+def score_documents(documents: Sequence[Document], terms: Sequence[str]) -> dict[int, float]:
+    """BM25 (``bm25``) of every document holding at least one of ``terms``, by position, with the documents
+    themselves as the corpus: for the small candidate sets scored where they stand (working memory, skills)."""
+    if not terms or not documents:
+        return {}
+    lengths = np.asarray([length for _, length in documents], dtype=np.float32)
+    average = max(float(lengths.mean()), 1.0)
+    total = np.zeros(len(documents), dtype=np.float64)
+    matched = np.zeros(len(documents), dtype=bool)
+    for term, repeats in Counter(terms).items():
+        tf = np.asarray([counts.get(term, 0.0) for counts, _ in documents], dtype=np.float32)
+        holding = tf > 0
+        if not holding.any():
+            continue
+        matched |= holding
+        total += bm25(
+            tf, lengths, documents=len(documents), matching=int(holding.sum()), average_length=average, repeats=repeats
+        )
+    return {int(i): float(total[i]) for i in np.flatnonzero(matched)}

@@ -16,14 +16,13 @@ Invariants:
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from reverie.core import fusion, tokens
-from reverie.recall.postings import bm25
+from reverie.recall.postings import score_documents, weighted_document
 from reverie.storage.skills import Skill
 
 NAME_WEIGHT, SUMMARY_WEIGHT, CONTENT_WEIGHT = 2.0, 1.5, 1.0
@@ -38,38 +37,13 @@ class SkillHit:
     matched_by: str  # bm25 | vector | bm25+vector
 
 
-def _document(skill: Skill) -> tuple[dict[str, float], int]:
-    """The skill's weighted word frequencies and its length in words over all columns."""
-    counts: dict[str, float] = {}
-    length = 0
-    for weight, text in ((NAME_WEIGHT, skill.name), (SUMMARY_WEIGHT, skill.summary), (CONTENT_WEIGHT, skill.content)):
-        words = tokens.tokens(text)
-        length += len(words)
-        for word, occurrences in Counter(words).items():
-            counts[word] = counts.get(word, 0.0) + weight * occurrences
-    return counts, length
-
-
 def lexical_scores(skills: Sequence[Skill], query: str) -> dict[str, float]:
     """BM25 score by name of every skill holding at least one query word (scores are positive)."""
-    terms = tokens.search_terms(query)
-    if not terms or not skills:
-        return {}
-    documents = [_document(s) for s in skills]
-    lengths = np.asarray([length for _, length in documents], dtype=np.float32)
-    average = max(float(lengths.mean()), 1.0)
-    total = np.zeros(len(skills), dtype=np.float64)
-    matched = np.zeros(len(skills), dtype=bool)
-    for term, repeats in Counter(terms).items():
-        tf = np.asarray([counts.get(term, 0.0) for counts, _ in documents], dtype=np.float32)
-        holding = tf > 0
-        if not holding.any():
-            continue
-        matched |= holding
-        total += bm25(
-            tf, lengths, documents=len(skills), matching=int(holding.sum()), average_length=average, repeats=repeats
-        )
-    return {skills[int(i)].name: float(total[i]) for i in np.flatnonzero(matched)}
+    documents = [
+        weighted_document(((NAME_WEIGHT, s.name), (SUMMARY_WEIGHT, s.summary), (CONTENT_WEIGHT, s.content)))
+        for s in skills
+    ]
+    return {skills[i].name: score for i, score in score_documents(documents, tokens.search_terms(query)).items()}
 
 
 def semantic_scores(vectors: Mapping[str, bytes], query: np.ndarray, floor: float | None) -> dict[str, float]:
