@@ -178,6 +178,25 @@ def test_changes_through_another_connection_are_seen_by_the_next_search(store: S
         other.close()
 
 
+def test_a_users_entry_added_to_an_all_agent_wide_index_stays_that_users(store: Store) -> None:
+    """An index of agent-wide rows only skips the scope masks; the first user- or session-scoped row added
+    afterwards must bring them back, and scores must match a fresh load of the same rows."""
+    index = LexicalIndex(store)
+    add_all(store, [fact(n, f"harbour ferry timetable {n}") for n in range(1, 6)])
+    assert len(found(index, "ferry", view(Scope(AGENT, user_id="u2")))) == 5  # agent-wide: every user sees them
+    store.facts.add(fact(9, "harbour ferry locker code", scope=Scope(AGENT, user_id="u1")), at=T0)
+    store.facts.add(fact(10, "harbour ferry seat", scope=Scope(AGENT, session_id="s1")), at=T0)
+    assert f"{9:012x}" not in found(index, "ferry locker", view(Scope(AGENT, user_id="u2")))
+    assert f"{9:012x}" not in found(index, "ferry locker")
+    assert f"{9:012x}" in found(index, "ferry locker", view(Scope(AGENT, user_id="u1")))
+    assert f"{10:012x}" not in found(index, "ferry seat", view(Scope(AGENT, user_id="u1")))
+    assert f"{10:012x}" in found(index, "ferry seat", view(Scope(AGENT, session_id="s1")))
+    both = view(Scope(AGENT, user_id="u1", session_id="s1"))
+    fresh = LexicalIndex(store)
+    terms = search_terms("harbour ferry locker seat")
+    assert index.search(both, terms, 10) == fresh.search(both, terms, 10)
+
+
 def test_many_edits_reload_the_index_and_keep_it_right(store: Store) -> None:
     index = LexicalIndex(store)
     add_all(store, [fact(n, f"first draft {n}") for n in range(40)])

@@ -68,6 +68,7 @@ class _AgentIndex:
         self.user: Ints = np.zeros(0, dtype=np.int32)
         self.session: Ints = np.zeros(0, dtype=np.int32)
         self.category: Ints = np.zeros(0, dtype=np.int32)
+        self.narrowed = 0  # rows ever added with a user or session id: none means every row is agent-wide
 
     # -- building -------------------------------------------------------------------------------------
     def load(self, snapshot: TextSnapshot) -> None:
@@ -90,6 +91,7 @@ class _AgentIndex:
             (self.categories, self.category, [row.category for _, row in kept]),
         ):
             column[:n] = np.fromiter(map(codes.code, values), dtype=np.int32, count=n)
+        self.narrowed = int(np.count_nonzero((self.user[:n] != NO_CODE) | (self.session[:n] != NO_CODE)))
         self.watermark = snapshot.watermark
 
     def apply(self, changes: TextSnapshot) -> None:
@@ -104,7 +106,7 @@ class _AgentIndex:
                     postings = self.terms.get(word)
                     if postings is None:
                         postings = self.terms[word] = Postings.empty()
-                    postings.append(index, tf)
+                    postings.append(index, tf, length)
         self.watermark = max(self.watermark, changes.watermark)
 
     def _reserve(self, rows: int) -> None:
@@ -126,6 +128,8 @@ class _AgentIndex:
         self.user[index] = self.users.code(row.user_id)
         self.session[index] = self.sessions.code(row.session_id)
         self.category[index] = self.categories.code(row.category)
+        if row.user_id is not None or row.session_id is not None:
+            self.narrowed += 1
         self.live_tokens += length
         return index
 
@@ -145,17 +149,14 @@ class _AgentIndex:
         documents = len(self.live)
         if documents == 0 or k <= 0 or not terms:
             return []
-        found = self._scores(terms, documents)
-        if found is None:
-            return []
-        scores, matched = found
-        # The rows some term matched (each has a positive score): a scan of a boolean array, cheaper than
-        # one of the float scores (1M rows: 2 ms against 7).
-        candidates = np.flatnonzero(matched).astype(np.int32)
-        candidates = candidates[self._visible(candidates, flt)]
+        candidates, values = self._scores(terms, documents)
         if candidates.size == 0:
             return []
-        values = scores[candidates]
+        visible = self._visible(candidates, flt)
+        if visible is not None:
+            candidates, values = candidates[visible], values[visible]
+            if candidates.size == 0:
+                return []
         if candidates.size > k:
             # Everything tied with the k-th score stays in, so the tie-break below is exact.
             kth = np.partition(values, candidates.size - k)[candidates.size - k]
@@ -164,11 +165,8 @@ class _AgentIndex:
         order = np.lexsort((candidates, -values))[:k]
         return [(self.ids[int(candidates[i])] or "", float(values[i])) for i in order]
 
-    def _scores(
-        self, terms: Sequence[str], documents: int
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]] | None:
-        """Every row's summed BM25 score (0 for rows matching no term) and which rows some term matched,
-        or None when no term is known."""
+    def _scores(self, terms: Sequence[str], documents: int) -> tuple[Ints, npt.NDArray[np.float64]]:
+        """The rows some term matched (ascending) and each one's summed BM25 score (positive)."""
         average = self.live_tokens / documents
         rows: list[Ints] = []
         weights: list[Floats] = []
@@ -176,16 +174,17 @@ class _AgentIndex:
             postings = self.terms.get(term)
             if postings is None:
                 continue
-            term_rows, term_tfs = postings.arrays()
-            live = self.alive[term_rows]
-            term_rows, term_tfs = term_rows[live], term_tfs[live]
+            term_rows, term_tfs, term_lengths = postings.arrays()
+            if self.dead:  # without dead rows every posting is live: no mask to gather
+                live = self.alive[term_rows]
+                term_rows, term_tfs, term_lengths = term_rows[live], term_tfs[live], term_lengths[live]
             if term_rows.size == 0:
                 continue
             rows.append(term_rows)
             weights.append(
                 bm25(
                     term_tfs,
-                    self.length[term_rows],
+                    term_lengths,
                     documents=documents,
                     matching=int(term_rows.size),
                     average_length=average,
@@ -193,27 +192,37 @@ class _AgentIndex:
                 )
             )
         if not rows:
-            return None
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)
         matching = np.concatenate(rows)
+        # One bincount over all postings beats per-term fancy-indexed adds into a scratch array (1M rows: 4 ms
+        # against 6); its float64 sums are FTS5's. Which rows matched comes from a boolean array: scanning it
+        # is cheaper than scanning the float scores (1M rows: 1 ms against 7).
         summed = np.bincount(matching, weights=np.concatenate(weights), minlength=len(self.ids))
         matched = np.zeros(len(self.ids), dtype=bool)
         matched[matching] = True
-        return np.asarray(summed, dtype=np.float64), matched  # already float64 (weights given): no copy
+        candidates = np.flatnonzero(matched).astype(np.int32)
+        values: npt.NDArray[np.float64] = np.asarray(summed[candidates], dtype=np.float64)  # float64 already: no copy
+        return candidates, values
 
-    def _visible(self, rows: Ints, flt: FactFilter) -> npt.NDArray[np.bool_]:
-        """Which rows ``flt``'s scope (``Scope.sees``) and category prefix let through."""
+    def _visible(self, rows: Ints, flt: FactFilter) -> npt.NDArray[np.bool_] | None:
+        """Which rows ``flt``'s scope (``Scope.sees``) and category prefix let through; None: all of them
+        (no row narrowed to a user or session, and no prefix asked)."""
+        prefix = flt.category_prefix
+        if not self.narrowed and not prefix:
+            return None
         mask = np.ones(rows.size, dtype=bool)
         for codes, column, wanted in (
             (self.users, self.user, flt.scope.user_id),
             (self.sessions, self.session, flt.scope.session_id),
         ):
+            if not self.narrowed:
+                break
             values = column[rows]
             if wanted is None:
                 mask &= values == NO_CODE
             else:
                 # An id the index never saw gets a code no row holds: only the NULL rows pass.
                 mask &= (values == NO_CODE) | (values == codes.codes.get(wanted, -2))
-        prefix = flt.category_prefix
         if prefix:
             allowed = np.fromiter(
                 (name == prefix or name.startswith(prefix + "/") for name in self.categories.names),

@@ -62,33 +62,40 @@ def weighted_terms(row: TextRow) -> tuple[dict[str, float], int]:
 
 @dataclass
 class Postings:
-    """One word's (row, weighted frequency) pairs: compact arrays, plus a small append buffer folded in
-    when the word is next searched. Rows ascend; dead rows stay until the index is rebuilt."""
+    """One word's (row, weighted frequency, row length) triples: compact arrays, plus a small append buffer
+    folded in when the word is next searched. Rows ascend; dead rows stay until the index is rebuilt. A row's
+    length never changes (an edit makes a new row), so it is kept beside each posting: a search reads it in
+    order instead of gathering it from the whole index at random."""
 
     rows: Ints
     tfs: Floats
+    lengths: Floats
     new_rows: list[int] = field(default_factory=list)
     new_tfs: list[float] = field(default_factory=list)
+    new_lengths: list[float] = field(default_factory=list)
 
     @classmethod
     def empty(cls) -> Postings:
-        return cls(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+        return cls(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32))
 
-    def append(self, row: int, tf: float) -> None:
+    def append(self, row: int, tf: float, length: float) -> None:
         self.new_rows.append(row)
         self.new_tfs.append(tf)
+        self.new_lengths.append(length)
 
-    def arrays(self) -> tuple[Ints, Floats]:
-        """Every (row, tf), compacting the append buffer first."""
+    def arrays(self) -> tuple[Ints, Floats, Floats]:
+        """Every (row, tf, length), compacting the append buffer first."""
         if self.new_rows:
             self.rows = np.concatenate([self.rows, np.asarray(self.new_rows, dtype=np.int32)])
             self.tfs = np.concatenate([self.tfs, np.asarray(self.new_tfs, dtype=np.float32)])
+            self.lengths = np.concatenate([self.lengths, np.asarray(self.new_lengths, dtype=np.float32)])
             self.new_rows.clear()
             self.new_tfs.clear()
-        return self.rows, self.tfs
+            self.new_lengths.clear()
+        return self.rows, self.tfs, self.lengths
 
     def nbytes(self) -> int:
-        return int(self.rows.nbytes + self.tfs.nbytes)
+        return int(self.rows.nbytes + self.tfs.nbytes + self.lengths.nbytes)
 
 
 @dataclass
@@ -144,12 +151,16 @@ def build(rows: Sequence[TextRow]) -> Corpus:
     key, weight_of = np.concatenate(keys), np.concatenate(weights)
     keys.clear()
     weights.clear()
-    return Corpus(_group(words.vocabulary, key, weight_of, n), lengths.astype(np.float32))
+    row_lengths = lengths.astype(np.float32)
+    return Corpus(_group(words.vocabulary, key, weight_of, row_lengths), row_lengths)
 
 
-def _group(vocabulary: dict[str, int], key: npt.NDArray[np.int64], weights: Floats, n: int) -> dict[str, Postings]:
-    """Tokens' (term * n + row) keys and weights summed per key and grouped per term, rows ascending.
-    The postings are views into two shared arrays (no copy per word)."""
+def _group(
+    vocabulary: dict[str, int], key: npt.NDArray[np.int64], weights: Floats, lengths: Floats
+) -> dict[str, Postings]:
+    """Tokens' (term * n + row) keys and weights summed per key and grouped per term, rows ascending, each
+    with its row's length. The postings are views into three shared arrays (no copy per word)."""
+    n = lengths.shape[0]
     order = np.argsort(key)
     key = key[order]
     weights = weights[order]
@@ -159,8 +170,14 @@ def _group(vocabulary: dict[str, int], key: npt.NDArray[np.int64], weights: Floa
     key = key[starts]
     term_of = key // n
     rows = (key - term_of * n).astype(np.int32)
+    row_lengths = lengths[rows]
     bounds = np.searchsorted(term_of, np.arange(len(vocabulary) + 1, dtype=np.int64))
-    return {w: Postings(rows[bounds[i] : bounds[i + 1]], tfs[bounds[i] : bounds[i + 1]]) for w, i in vocabulary.items()}
+    return {
+        w: Postings(
+            rows[bounds[i] : bounds[i + 1]], tfs[bounds[i] : bounds[i + 1]], row_lengths[bounds[i] : bounds[i + 1]]
+        )
+        for w, i in vocabulary.items()
+    }
 
 
 Document = tuple[dict[str, float], int]  # a document's weighted word frequencies, and its length in words
