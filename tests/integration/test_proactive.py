@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -539,6 +540,27 @@ def test_the_context_of_a_turn_includes_the_users_memory_once(make: Make) -> Non
     disabled.conversation.create("s2", agent_id="c")
     quiet = disabled.context.build("s2", "which oolong tea?", agent_id="c", user_id="u3")
     assert "proactive" not in {s.name for s in quiet.sections}
+
+
+def test_a_context_build_fetches_the_messages_candidates_once(make: Make) -> None:
+    """The recall step and the proactive block search the same message in the same scope: the candidate
+    lists are fetched once (the user's reserved scope is a second, different search) and both still show."""
+    rv = make()
+    rv.embed_pending()
+    own = _one(rv, "The team drinks green tea on Fridays", "project_context", "agent", Scope("b"))
+    tea = _one(rv, "User prefers green tea", "preference", "user", Scope("b", "u1"))
+    rv.memory.save("Green tea orders go through the office manager", scope=Scope("b"))
+    rv.embed_pending()
+    rv.conversation.create("s1", agent_id="b")
+    before = Counter(rv.recall.fetches)
+    built = rv.context.build("s1", "which green tea should we order?", agent_id="b", user_id="u1")
+    fetched = rv.recall.fetches - before
+    assert fetched == Counter({"lexical": 2, "vector": 2})  # agent scope once for both steps, user scope once
+    assert {own, tea} <= set(built.injected)
+    before = Counter(rv.recall.fetches)
+    rv.memory.search("which green tea should we order?", scope=Scope("b", "u1", "s1"))
+    rv.memory.search("which green tea should we order?", scope=Scope("b", "u1", "s1"))
+    assert rv.recall.fetches - before == Counter({"lexical": 2, "vector": 2})  # outside a build: no sharing
 
 
 # -- validation and reserved ids -----------------------------------------------------------------------------------

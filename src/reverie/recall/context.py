@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -121,11 +122,15 @@ class ContextBuilder:
         config: ContextConfig | None = None,
         *,
         proactive: Callable[[str, Scope], list[SearchHit]] | None = None,
+        shared_candidates: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
         """``proactive``: proactive memory's retrieval for a message and a scope
-        (``ProactiveMemory.for_context``), or None (no proactive block)."""
+        (``ProactiveMemory.for_context``), or None (no proactive block). ``shared_candidates``: recall's
+        ``HybridSearch.shared_candidates``, so the recall step and the proactive block fetch the message's
+        candidates once (None: each searches on its own)."""
         self._memory = memory
         self._proactive = proactive
+        self._shared = shared_candidates or nullcontext
         self._working = working
         self._conversation = conversation
         self._clock = clock
@@ -161,7 +166,8 @@ class ContextBuilder:
         if self._conversation.expired(session.session_id, agent_id=agent):
             self.forget_session(session.session_id, agent_id=agent)  # its next turn starts it afresh
         scope = Scope(agent_id=agent, user_id=user_id, session_id=session.session_id)
-        parts = self._gather(session.session_id, text, scope, kind, namespace or f"session/{session.session_id}")
+        with self._shared():
+            parts = self._gather(session.session_id, text, scope, kind, namespace or f"session/{session.session_id}")
         parts.summary = session.summary
         built = self._render(parts, text)
         if budget_tokens is not None:

@@ -9,11 +9,15 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from reverie.core import fusion, text, tokens
 from reverie.embed.base import Embedder, Vectors
@@ -32,6 +36,12 @@ VECTOR_OVERFETCH = 2
 # BM25 candidates from the in-memory index beyond those kept: it cannot see expiry, so a few of its
 # candidates may be dropped when hydrated.
 LEXICAL_OVERFETCH = 1.2
+# The candidate lists fetched inside a ``HybridSearch.shared_candidates`` block, by signal, text and filter
+# (None outside one). A context var: the vector signal's worker thread runs in a copy of the caller's context,
+# which holds the same dict.
+_SHARED: contextvars.ContextVar[dict[tuple[Any, ...], Any] | None] = contextvars.ContextVar(
+    "reverie_shared_candidates", default=None
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +124,23 @@ class HybridSearch:
         self.lexical = LexicalIndex(store) if self.config.lexical == "memory" else None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self.fetches: Counter[str] = Counter()  # signals fetched from the indexes ("lexical", "vector")
+
+    @contextmanager
+    def shared_candidates(self) -> Iterator[None]:
+        """Within this block, a search for the same text through the same filter (scope, category, archived;
+        not its ``now``) reuses the candidate lists of the first instead of asking the indexes again: the
+        context builder's recall step and proactive memory search the same message in the same scope, a
+        moment apart. Only the candidates are shared; each search fuses, floors and cuts them as it asks.
+        A write inside the block is not seen by a repeated search: keep blocks to one read-only operation."""
+        if _SHARED.get() is not None:  # nested: the outer block's lists serve
+            yield
+            return
+        token = _SHARED.set({})
+        try:
+            yield
+        finally:
+            _SHARED.reset(token)
 
     def floor(self, agent_id: str, per_call: float | None) -> float | None:
         """min_similarity: per call, then per agent, then per deployment, then the model's default."""
@@ -188,6 +215,18 @@ class HybridSearch:
     def _lexical(self, query: str, flt: FactFilter) -> list[tuple[MemoryEntry, float]]:
         """BM25 candidates, best first: from the in-memory index when configured and able to answer
         ``flt``, else from the store's full-text search. Either way every entry passed ``flt``."""
+        shared = _SHARED.get()
+        key = ("lexical", query, _shape(flt))
+        if shared is not None and key in shared:
+            found: list[tuple[MemoryEntry, float]] = shared[key]
+            return found
+        kept = self._fetch_lexical(query, flt)
+        if shared is not None:
+            shared[key] = kept
+        return kept
+
+    def _fetch_lexical(self, query: str, flt: FactFilter) -> list[tuple[MemoryEntry, float]]:
+        self.fetches["lexical"] += 1
         wanted = self.config.candidates
         if self.lexical is None or not self.lexical.supports(flt):
             match = text.fts_match(text.query_terms(query))
@@ -237,13 +276,35 @@ class HybridSearch:
         except EmbeddingError as exc:
             log.warning("query embedding failed, falling back to BM25: %s", exc)
             return _Signal(None, notes=[f"the embedder failed ({exc}); these results are BM25 only"])
-        # Over-fetch: candidates of other users/sessions, archived or expired ones are filtered out below.
-        found = self.index.search(flt.scope.agent_id, np.asarray(vector), self.config.candidates * VECTOR_OVERFETCH)
-        kept = fusion.above_floor(dict(found), self.floor(flt.scope.agent_id, per_call_floor))
-        entries = {entry.id: entry for entry in self._store.facts.get_many(list(kept), flt)}
+        found, entries = self._nearest(query, np.asarray(vector), flt)
+        kept = fusion.above_floor(found, self.floor(flt.scope.agent_id, per_call_floor))
         visible = {i: s for i, s in kept.items() if i in entries}
         scores = dict(fusion.ranked(visible, self.config.candidates))
         return _Signal(scores, {i: entries[i] for i in scores})
+
+    def _nearest(
+        self, query: str, vector: npt.NDArray[np.float32], flt: FactFilter
+    ) -> tuple[dict[str, float], dict[str, MemoryEntry]]:
+        """The vector candidates (id -> similarity) and the entries among them ``flt`` lets through (hydrated
+        before any floor: the floor is each search's own); shared inside a ``shared_candidates`` block."""
+        shared = _SHARED.get()
+        key = ("vector", query, _shape(flt))
+        if shared is not None and key in shared:
+            cached: tuple[dict[str, float], dict[str, MemoryEntry]] = shared[key]
+            return cached
+        assert self.index is not None
+        self.fetches["vector"] += 1
+        # Over-fetch: candidates of other users/sessions, archived or expired ones are filtered out below.
+        found = dict(self.index.search(flt.scope.agent_id, vector, self.config.candidates * VECTOR_OVERFETCH))
+        entries = {entry.id: entry for entry in self._store.facts.get_many(list(found), flt)}
+        if shared is not None:
+            shared[key] = (found, entries)
+        return found, entries
+
+
+def _shape(flt: FactFilter) -> tuple[Any, ...]:
+    """What decides a filter's candidates, less ``now``: within one operation its moments are equivalent."""
+    return (flt.scope, flt.category_prefix, flt.include_archived)
 
 
 def _sequence_key(entry: MemoryEntry) -> tuple[str, int] | None:
