@@ -17,17 +17,14 @@ from reverie.clock import Clock, SystemClock
 from reverie.core.coverage import Vocabulary, load_vocabulary
 from reverie.dream.activity import ActivityTracker
 from reverie.dream.ledger import DreamPassLedger
-from reverie.dream.passes.base import Capability, DreamPass
-from reverie.dream.passes.cold_rewrite import ColdRewritePass
-from reverie.dream.passes.consolidation import ConsolidationPass
-from reverie.dream.passes.curation import AgentCurationPass, DreamTools
-from reverie.dream.passes.graph import GraphConsolidationPass
-from reverie.dream.passes.maintenance import ArchivePurgePass, DecayPass, ForgetPass, LogRetentionPass
+from reverie.dream.passes.base import Capability
+from reverie.dream.passes.curation import DreamTools
 from reverie.dream.service import DreamService
+from reverie.engine_dream import dream_passes
 from reverie.errors import ReverieError
 from reverie.llm.base import LLM
 from reverie.llm.usage import UsageRecord, current_agent
-from reverie.logs import JsonlFile, PrunableLog, RetentionPolicy, SessionJsonlLog
+from reverie.logs import JsonlFile, PrunableLog, SessionJsonlLog
 from reverie.memory.aging import Aging
 from reverie.memory.conversation import ConversationMemory
 from reverie.memory.dedup import Deduplicator
@@ -46,6 +43,7 @@ from reverie.recall.worker import EmbeddingWorker
 from reverie.security import ApiKeys
 from reverie.settings import Settings, home_from_env, load_settings
 from reverie.skills import FeedbackStore, SkillStore
+from reverie.skills.activity_logs import ExecutionLog, ToolCallLog
 from reverie.storage import is_database_file, is_url, store_url
 from reverie.storage.base import FactFilter, Store, UsageRow, UsageSummary
 from reverie.types import HealthReport, MemoryEntry, PurgeReport, StoreStats
@@ -54,6 +52,8 @@ log = logging.getLogger("reverie")
 VOCABULARY_FILE = "merge-coverage-vocabulary.json"
 DREAM_LOG = "dream.jsonl"
 CONVERSATION_LOG = "conversation"  # <home>/logs/conversation/{session_id}.jsonl
+EXECUTION_LOG = "executions.jsonl"  # <home>/logs/executions.jsonl
+TOOL_CALL_LOG = "tool-calls.jsonl"  # <home>/logs/tool-calls.jsonl
 
 
 class Reverie:
@@ -75,6 +75,10 @@ class Reverie:
             history, and the usage log (record_usage, usage_counts, co_usage, prefix_clusters, at_risk).
         feedback: the feedback store per agent (``reverie.skills.feedback``): corrections, session summaries,
             stale and wrong signals, tied to a session and optionally to entries or skills.
+        executions: the execution log (``reverie.skills.activity_logs.ExecutionLog``): record and list logged
+            multi-step executions (``<home>/logs/executions.jsonl``), read by the execution-failure analysis.
+        tool_calls: the tool-call log (``ToolCallLog``, ``<home>/logs/tool-calls.jsonl``): every agent tool call
+            served by the API and MCP is recorded there; read by the tool-success pass.
         graph: the knowledge graph per agent (``reverie.memory.graph``): entities, relations, path, subgraph.
         graph_extraction: the background extraction of saved entries into the graph
             (``reverie.memory.graph_extraction``; ``mode`` "llm" or "rules"), or None with ``graph.extraction = "off"``.
@@ -201,6 +205,10 @@ class Reverie:
         self._logs: list[PrunableLog] = [self.dream_log]
         self.conversation_log = SessionJsonlLog(settings.home / "logs" / CONVERSATION_LOG, "conversation")
         self.register_log(self.conversation_log)
+        self.executions = ExecutionLog(JsonlFile(settings.home / "logs" / EXECUTION_LOG, "executions"), self.clock)
+        self.register_log(self.executions.file)
+        self.tool_calls = ToolCallLog(JsonlFile(settings.home / "logs" / TOOL_CALL_LOG, "tool-calls"), self.clock)
+        self.register_log(self.tool_calls.file)
         self.proactive = ProactiveMemory(
             self.store,
             self.clock,
@@ -233,47 +241,25 @@ class Reverie:
             self.clock,
             service_configs.context_config(settings),
             proactive=self.proactive.for_context,
+            shared_candidates=self.recall.shared_candidates,
         )
         self.audit = MemoryAudit(self.store, self.clock, settings.home, service_configs.audit_config(settings))
         self.dream = self._dream_service()
 
     def _dream_service(self) -> DreamService:
-        """The dream service with the passes ``[dream]`` enables, in seed 001's order: log retention, archive
-        purge, importance decay, (cold rewrite,) forget sweep, consolidation; then the knowledge graph's pass."""
+        """The dream service with the passes ``[dream]`` enables (``engine_dream.dream_passes``: their order),
+        the capabilities they may need and the serve loop's other jobs."""
         d = self.settings.dream
-        passes: list[DreamPass] = []
-        if d.log_retention_enabled:
-            policy = RetentionPolicy(
-                max_file_age_days=d.log_retention_max_file_age_days,
-                max_files_per_directory=d.log_retention_max_files_per_directory,
-                max_lines_per_file=d.log_retention_max_lines_per_file,
-            )
-            passes.append(LogRetentionPass(self.logs, policy))
-        passes.append(ArchivePurgePass(self.memory))
-        if d.decay_enabled:
-            passes.append(DecayPass(self.aging))
-        if d.cold_rewrite_enabled:
-            similarity = self.settings.memory.dedupe_similarity_threshold
-            passes.append(
-                ColdRewritePass(self.aging, max_clusters_per_run=d.max_clusters_per_run, similarity=similarity)
-            )
-        if d.forget_enabled:
-            passes.append(ForgetPass(self.aging))
-        if d.consolidation_enabled:
-            passes.append(
-                ConsolidationPass(
-                    service_configs.consolidation_config(self.settings), dream_log=self.dream_log, related=self._related
-                )
-            )
-        if d.graph_enabled:  # after consolidation: which entries are live decides which entities are stale
-            passes.append(GraphConsolidationPass(self.graph, service_configs.graph_pass_config(self.settings)))
-        # Last: the agent curates what the deterministic passes left. Always listed; its own gates (both
-        # auto_dream switches off by default) skip it and say why.
-        curation = service_configs.curation_config(self.settings)
-        passes.append(AgentCurationPass(curation, self._dream_tools(), dream_log=self.dream_log))
+        passes = dream_passes(self)
         capabilities = {
             c for c, present in ((Capability.LLM, self.llm), (Capability.EMBEDDER, self.embedder)) if present
-        } | {Capability.SKILLS, Capability.FEEDBACK}  # the skill and feedback stores are always there
+        } | {  # these stores are always there
+            Capability.SKILLS,
+            Capability.FEEDBACK,
+            Capability.CONVERSATION_LOG,
+            Capability.EXECUTION_LOG,
+            Capability.TOOL_CALL_LOG,
+        }
         jobs: list[Callable[[datetime], object]] = [
             self.conversation.purge_job,  # deleted sessions go after the retention
             self.kv.purge_job,  # deleted key-value items too
@@ -299,14 +285,14 @@ class Reverie:
             jobs=jobs,
         )
 
-    def _dream_tools(self) -> DreamTools:
+    def dream_tools(self) -> DreamTools:
         """The agent tools as the auto-dream calls them. ``reverie.tools`` sits above the engine (its handlers
         take the engine), so it is imported here, when the engine is being built, never at module import."""
         from reverie.tools.dream import DreamToolRunner
 
         return DreamToolRunner(self)
 
-    def _related(self, entry: MemoryEntry, limit: int) -> list[str]:
+    def related_ids(self, entry: MemoryEntry, limit: int) -> list[str]:
         """Ids recall finds for an entry's text in its own scope (the consolidation pass's related entries)."""
         flt = FactFilter(scope=entry.scope, now=self.clock.now())
         hits = self.recall.search(entry.content[:2000], flt, limit + 1)

@@ -211,6 +211,11 @@ class DreamSettings(_Section):
     log_retention_max_lines_per_file: int = Field(50_000, description="lines kept per log file (<= 0: off)")
     decay_enabled: bool = Field(True, description="run importance decay each cycle")
     forget_enabled: bool = Field(True, description="run the forget sweep each cycle")
+    memory_mining_enabled: bool = Field(True, description="mine durable facts from the conversation log (LLM)")
+    episode_extraction_enabled: bool = Field(True, description="one episodic entry per conversation session (LLM)")
+    preference_inference_enabled: bool = Field(
+        True, description="Pass 5: infer preferences from the conversation log, then clear it (LLM)"
+    )
     consolidation_enabled: bool = Field(True, description="Pass 1 memory consolidation (needs an LLM)")
     consolidation_min_interval_hours: float = Field(6.0, ge=0, description="between completed consolidations")
     consolidation_similarity_threshold: float = Field(0.88, gt=0, le=1, description="near-duplicate clusters")
@@ -230,6 +235,16 @@ class DreamSettings(_Section):
     )
     graph_merge_types: list[list[str]] = Field(
         default_factory=list, description='groups of entity types merged as one, e.g. [["company", "organization"]]'
+    )
+    skill_gap_enabled: bool = Field(True, description="Pass 2: skills from requests recurring across sessions (LLM)")
+    skill_consolidation_enabled: bool = Field(True, description="Pass 3: merge and cross-reference skills (LLM)")
+    skill_optimisation_enabled: bool = Field(True, description="Pass 4: improve at-risk and sparse skills (LLM)")
+    tool_success_enabled: bool = Field(True, description="learn how to call tools from the tool-call log (LLM)")
+    execution_failure_analysis_enabled: bool = Field(
+        True, description="annotate skills from recurring execution failures, flag success patterns (LLM)"
+    )
+    activity_log_window_days: float = Field(
+        14.0, gt=0, le=36_525, description="days of the execution and tool-call logs those two passes read"
     )
     runs_retention_days: float = Field(400.0, gt=0, description="recorded dream runs are kept this long")
     # The agent-curated auto-dream (seed 004): armed only with this AND the agent's own [agents.<id>] auto_dream.

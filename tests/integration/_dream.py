@@ -48,3 +48,28 @@ def open_engine(
 def chats(server: ScriptedOpenAIServer) -> int:
     """How many chat completions ``server`` was asked for."""
     return sum(1 for r in server.requests if r.path == CHAT)
+
+
+def open_on(
+    backend: str,
+    request: Any,
+    home: Path,
+    clock: FakeClock,
+    server: ScriptedOpenAIServer | None,
+    *,
+    dream: dict[str, Any] | None = None,
+) -> reverie.Reverie:
+    """``open_engine`` on ``backend``: "sqlite" (a store under ``home``) or "postgresql" (the test's ``pg_url``
+    database, with ``home`` as REVERIE_HOME for settings and logs; ``request`` is the pytest request)."""
+    if backend == "sqlite":
+        return open_engine(home, clock, server, dream=dream or {})
+    request.getfixturevalue("monkeypatch").setenv("REVERIE_HOME", str(home))  # a URL keeps the default home
+    return reverie.open(
+        request.getfixturevalue("pg_url"),
+        clock=clock,
+        embedding={"provider": "none"},
+        llm=llm_settings(server),
+        memory={"expansion_enabled": False},
+        graph={"extraction": "off"},
+        dream=dream or {},
+    )

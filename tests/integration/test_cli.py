@@ -237,8 +237,14 @@ def test_demo_runs_the_tour(tmp_path: Path) -> None:
     assert "13. Knowledge graph" in result.stdout and "path from Ana Costa to New York, 3 hops" in summary
     assert "thing:Acme Corp -mentioned_with-> thing:Northwind Labs" in summary
     assert "also names thing:Acme Corp" in summary
+    assert "14. Learning from conversations" in result.stdout
+    assert "preference inference — 8 turns of 2 sessions, saved 1, refused 1" in summary
+    assert "inferred preference" in summary and "never bullet points" in summary
+    assert "(category user-preferences/inferred/format, tags format, inferred, source inferred)" in summary
+    assert "conversation log of 'assistant': 8 records before the dream, 0 after" in summary
     with reverie.open(tmp_path / "demo") as rv:
-        assert rv.stats().live == 14  # the sample's 11, then the graph step's three notes
+        assert rv.stats().live == 17  # the sample's 11, the graph step's three notes, the learning step's three
+        assert sum(1 for _ in rv.conversation.log_records(agent_id="default")) == 60  # another agent's: kept
 
 
 def test_version() -> None:

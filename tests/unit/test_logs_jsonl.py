@@ -361,3 +361,19 @@ def test_an_append_that_cannot_write_raises_a_storage_error(tmp_path: Path) -> N
         JsonlFile(tmp_path / "plain-file" / "log.jsonl", "x").append({"n": 1})
     with pytest.raises(StorageError):
         SessionJsonlLog(tmp_path / "plain-file", "x").append("s1", {"n": 1})
+
+
+def test_remove_takes_only_matching_records_atomically_and_deletes_emptied_files(tmp_path: Path) -> None:
+    log = SessionJsonlLog(tmp_path / "conversation", "conversation")
+    log.append("shared", {"agent": "a", "content": "mine"})
+    log.append("shared", {"agent": "b", "content": "theirs"})
+    log.append("solo", {"agent": "a", "content": "only mine"})
+    with (tmp_path / "conversation" / "shared.jsonl").open("ab") as handle:
+        handle.write(b"not json\n")
+    before = os.stat(tmp_path / "conversation" / "shared.jsonl").st_mtime_ns
+    assert log.remove(lambda r: r.get("agent") == "a") == 2
+    assert [r["content"] for r in log.read("shared")] == ["theirs"]
+    assert (tmp_path / "conversation" / "shared.jsonl").read_bytes().endswith(b"not json\n")  # kept
+    assert os.stat(tmp_path / "conversation" / "shared.jsonl").st_mtime_ns == before  # not a new write
+    assert log.sessions() == ["shared"]  # the emptied file is gone
+    assert log.remove(lambda r: True, session_id="missing") == 0

@@ -26,6 +26,7 @@ from reverie.api.routes_dream import router as dream_router
 from reverie.api.routes_keys import router as keys_router
 from reverie.api.routes_kg import router as kg_router
 from reverie.api.routes_kv import router as kv_router
+from reverie.api.routes_logs import router as logs_router
 from reverie.api.routes_memory import router as memory_router
 from reverie.api.routes_proactive import router as proactive_router
 from reverie.api.routes_proactive import users_router as proactive_users_router
@@ -88,6 +89,7 @@ def create_app(rv: Reverie, *, auth: bool = True, max_body_bytes: int = DEFAULT_
     app.include_router(kv_router)
     app.include_router(kg_router)
     app.include_router(skills_router)
+    app.include_router(logs_router)
     app.include_router(proactive_router)
     app.include_router(proactive_users_router)
     app.include_router(keys_router)

@@ -15,6 +15,7 @@ from reverie.cli import (
     feedback,
     keys,
     kg,
+    logs,
     maintain,
     mcp_cmd,
     memory,
@@ -43,6 +44,8 @@ app.add_typer(keys.app, name="keys")
 app.add_typer(kg.app, name="kg")
 app.add_typer(skills.app, name="skills")
 app.add_typer(feedback.app, name="feedback")
+app.add_typer(logs.executions_app, name="executions")
+app.add_typer(logs.tool_calls_app, name="tool-calls")
 app.add_typer(proactive.app, name="proactive")
 app.command()(admin.status)
 app.command()(admin.doctor)

@@ -16,6 +16,7 @@ from rich.rule import Rule
 import reverie
 from reverie.cli import render
 from reverie.cli.common import console, fail
+from reverie.cli.demo_learning import learning
 from reverie.clock import FakeClock, SystemClock
 from reverie.demo import load_sample
 from reverie.errors import ReverieError
@@ -124,6 +125,7 @@ def _tour(home: Path) -> None:
     _dream(home)
     _conversation(home)
     _graph(home)
+    learning(home, 14)
     console.print("\n[bold green]Tour complete.[/] Next: `reverie memory --help`, and the README's quickstart.")
 
 

@@ -35,6 +35,7 @@ from reverie.logs.retention import (
     RetentionPolicy,
     RetentionReport,
     age_cutoff,
+    drop_lines,
     fsync_directory,
     require_aware,
     trim_to_last_lines,
@@ -294,6 +295,27 @@ class SessionJsonlLog:
         for file_name in names:
             with self._lock_for(file_name).held():
                 _unlink(self._directory / file_name)
+
+    def remove(self, match: Callable[[dict[str, Any]], bool], session_id: str | None = None) -> int:
+        """Remove the records ``match`` picks from one session's file (or every file), keeping the others:
+        how one agent's records leave a session file other agents' records are in too. Each file is rewritten
+        atomically under its writer lock (an append waits, so none is lost); a file left empty is deleted.
+        Lines that are not JSON objects are kept. Returns how many records went; raises StorageError."""
+        names = [self._path(session_id).name] if session_id is not None else self._file_names()
+
+        def picked(raw: bytes) -> bool:
+            record = _parse(raw)
+            return record is not None and match(record)
+
+        removed = 0
+        for file_name in names:
+            path = self._directory / file_name
+            try:
+                with self._lock_for(file_name).held():
+                    removed += drop_lines(path, picked)
+            except OSError as exc:
+                raise StorageError(f"cannot remove records from log {path}: {exc}") from exc
+        return removed
 
     def _file_names(self) -> list[str]:
         """Names of the top-level regular ``*.jsonl`` files (symlinks and directories are not ours)."""

@@ -19,7 +19,7 @@ import logging
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -133,6 +133,34 @@ def trim_to_last_lines(path: Path, keep: int) -> int:
     return drop
 
 
+def drop_lines(path: Path, drop: Callable[[bytes], bool]) -> int:
+    """Rewrite ``path`` without the lines ``drop`` picks (it sees each line without its newline); returns how
+    many went. A file left with no line is unlinked. The caller holds the file's writer lock; the rewrite is
+    atomic (temp file, fsync, rename) and keeps the original's permission bits and last-write time, as a trim.
+    A missing file drops nothing. Raises OSError; the original is untouched when it does."""
+    try:
+        source = path.open("rb")
+    except FileNotFoundError:
+        return 0
+    with source:
+        original = os.fstat(source.fileno())
+        kept: list[bytes] = []
+        dropped = 0
+        for raw in source:
+            if drop(raw.rstrip(b"\n")):
+                dropped += 1
+            else:
+                kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
+    if not dropped:
+        return 0
+    if not kept:
+        path.unlink()
+        fsync_directory(path.parent)
+        return dropped
+    _rewrite(path, original, lambda target: target.writelines(kept), suffix=".drop")
+    return dropped
+
+
 def _count_lines(source: BinaryIO) -> int:
     count = 0
     last = b""
@@ -160,12 +188,22 @@ def _offset_after_lines(source: BinaryIO, lines: int) -> int:
 
 def _replace_with_rest(path: Path, source: BinaryIO, original: os.stat_result) -> None:
     """Copy the rest of ``source`` to a temp file beside ``path``, make it durable, rename it over ``path``."""
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".trim")
+
+    def copy_rest(target: BinaryIO) -> None:
+        while chunk := source.read(_CHUNK):
+            target.write(chunk)
+
+    _rewrite(path, original, copy_rest, suffix=".trim")
+
+
+def _rewrite(path: Path, original: os.stat_result, write: Callable[[BinaryIO], object], *, suffix: str) -> None:
+    """Replace ``path`` atomically with what ``write`` puts in a temp file beside it (made durable first),
+    keeping the file's mode and times (retention ages a file by its modification time)."""
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     temp = Path(temp_name)
     try:
         with os.fdopen(fd, "wb") as target:
-            while chunk := source.read(_CHUNK):
-                target.write(chunk)
+            write(target)
             target.flush()
             os.fchmod(target.fileno(), stat.S_IMODE(original.st_mode))
             os.fsync(target.fileno())

@@ -31,7 +31,7 @@ import builtins
 import json
 import logging
 import secrets
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -39,6 +39,7 @@ from typing import Any
 
 from reverie.clock import Clock
 from reverie.core import validate
+from reverie.core.transcripts import record_key
 from reverie.errors import Conflict, NotFound, ReverieError, ValidationError
 from reverie.jsonable import to_jsonable
 from reverie.llm.base import LLM
@@ -410,6 +411,21 @@ class ConversationMemory:
             session_id = validate_session_id(session_id)
         if self._log is not None:
             self._log.clear(session_id)
+
+    def clear_agent_log(self, agent_id: str, *, keys: Collection[str] | None = None) -> int:
+        """Remove one agent's records from the conversation log, leaving other agents' records in the same
+        session files (the log is one file per session id, shared by the agents using it). With ``keys``
+        (``core.transcripts.record_key`` of records read earlier) only those records go, so a turn logged
+        after the read survives. Returns how many records went."""
+        agent_id = validate.identifier(agent_id, name="agent_id")
+        if self._log is None:
+            return 0
+        wanted = None if keys is None else frozenset(keys)
+
+        def match(record: dict[str, Any]) -> bool:
+            return record.get("agent") == agent_id and (wanted is None or record_key(record) in wanted)
+
+        return self._log.remove(match)
 
     # -- compaction ----------------------------------------------------------------------------------
     def compact(self, session_id: str, *, force: bool = False, agent_id: str = "default") -> CompactionResult:

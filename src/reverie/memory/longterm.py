@@ -153,13 +153,15 @@ class LongTermMemory:
         source: str | None = None,
         metadata: dict[str, Any] | None = None,
         dedup: bool = True,
+        tier: Tier | str | None = None,
     ) -> SaveResult:
-        """``save`` for the engine's own services (proactive memory): ``scope`` may be a reserved one
-        (``types.user_agent``), which every public entry point refuses. Never queued for the expansion (such
-        saves are focused facts already); the graph extraction as in ``save``. Interfaces never call it."""
+        """``save`` for the engine's own services (proactive memory, the dream's learning passes): ``scope``
+        may be a reserved one (``types.user_agent``), which every public entry point refuses. Never queued for
+        the expansion (such saves are focused facts already); the graph extraction as in ``save``. Interfaces
+        never call it."""
         now = self._clock.now()
         entry, notes = self._build(
-            content, category, tags, source, None, None, metadata, False, validate.internal_scope(scope), now
+            content, category, tags, source, None, tier, metadata, False, validate.internal_scope(scope), now
         )
         return self._save(entry, notes, now, dedup, expand=False)
 

@@ -16,6 +16,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from jsonschema.exceptions import best_match
 
 from reverie.core.text import preview
 from reverie.errors import LLMError, NotFound, ReverieError, ValidationError
+from reverie.skills.activity_logs import MAX_DURATION_MS, MAX_ERROR_CHARS, placeholder_arguments
 from reverie.tools import explore, knowledge, kv, longterm, query, semantic, skills, specs, working
 from reverie.tools.base import ToolContext, ToolError, ToolResult, ToolSpec, error_result
 
@@ -85,16 +87,37 @@ class ToolRegistry:
 
     def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolResult:
         """Run tool ``name`` with ``arguments`` for ``ctx``. Never raises for what a caller sends (see the
-        module invariants); the result says what happened."""
+        module invariants); the result says what happened. Every call of a known tool is recorded in the
+        engine's tool-call log (``rv.tool_calls``)."""
+        started = time.monotonic()
         try:
-            return self._call(name, arguments, ctx)
+            result = self._call(name, arguments, ctx)
         except Exception:
             # Trigger: a bug, not the caller's input. Why: a tool call must never take the interface down.
             # Outcome: logged with its traceback; the caller sees an internal error, never a traceback.
             log.exception("tool %r failed", name)
-            return error_result(
+            result = error_result(
                 f"{preview(str(name), 80)} failed with an internal error; it has been logged", kind="internal"
             )
+        self._log_call(name, arguments, ctx, result, (time.monotonic() - started) * 1000)
+        return result
+
+    def _log_call(self, name: object, arguments: object, ctx: object, result: ToolResult, ms: float) -> None:
+        """One record in the tool-call log, for a known tool and a valid context only: its arguments' keys and
+        JSON types (values emptied), ok or its error, the time it took. A record that cannot be written (a
+        reserved agent id, a full disk) costs the record, never the call."""
+        if not isinstance(ctx, ToolContext) or not isinstance(name, str) or name not in self._specs:
+            return
+        # Shapes only: the log must not become a second, unpurged copy of what the calls carried.
+        args = placeholder_arguments(arguments) if isinstance(arguments, Mapping) else None
+        error = result.text[:MAX_ERROR_CHARS] if result.is_error else None
+        try:
+            self._rv.tool_calls.record(
+                ctx.agent_id, name, not result.is_error, session_id=ctx.session_id, error=error, arguments=args,
+                duration_ms=min(max(ms, 0.0), MAX_DURATION_MS),
+            )  # fmt: skip
+        except ReverieError as exc:
+            log.debug("tool call %s not logged: %s", name, exc)
 
     def _call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolResult:
         refused = self._refusal(name, ctx)

@@ -41,6 +41,8 @@ class Capability(enum.StrEnum):
     CONVERSATION_LOG = "conversation_log"
     FEEDBACK = "feedback"
     SKILLS = "skills"
+    EXECUTION_LOG = "execution_log"
+    TOOL_CALL_LOG = "tool_call_log"
 
 
 class DreamStopped(Exception):

@@ -127,7 +127,10 @@ class _Tally:
 
 class ConsolidationPass:
     """Pass 1. ``feedback(agent_id, since)`` gives recent feedback lines (None: no feedback store);
-    ``dream_log`` receives a record of every merge, rejection and archive."""
+    ``corrections(agent_id, since)`` says whether correction signals came after ``since`` (None: ever):
+    with some newer than the last completed consolidation and no entries to review, one call still shows the
+    feedback, so a quiet corpus mines its anti-patterns. ``dream_log`` receives a record of every merge,
+    rejection and archive."""
 
     name = PASS_NAME
     needs = frozenset({Capability.LLM})
@@ -139,6 +142,7 @@ class ConsolidationPass:
         feedback: Callable[[str, datetime], list[str]] | None = None,
         dream_log: JsonlFile | None = None,
         related: Callable[[MemoryEntry, int], list[str]] | None = None,
+        corrections: Callable[[str, datetime | None], int] | None = None,
     ) -> None:
         """``related(entry, n)``: up to n ids of entries recall finds for the entry's text (the engine's
         hybrid search), shown beside it so a restatement worded too differently to cluster can still be
@@ -146,6 +150,7 @@ class ConsolidationPass:
         self.config = config or ConsolidationConfig()
         self._related = related
         self._feedback = feedback
+        self._corrections = corrections
         self._dream_log = dream_log
 
     def run(self, ctx: PassContext) -> PassReport:
@@ -170,12 +175,23 @@ class ConsolidationPass:
             groups = self._eligible(ctx, pool, report, tally)
             for batch in _batches(groups, self.config.max_entries_per_call):
                 self._consolidate(ctx, batch, tally)
-            if tally.usable_calls:
-                ctx.ledger.stamp(ctx.agent_id, PASS_NAME, now)
+        if not tally.usable_calls and not tally.malformed and self._new_corrections(ctx, last):
+            report.reason = "no entries to review; recent corrections shown for anti-patterns"
+            self._consolidate(ctx, [], tally)  # nothing to review, but corrections to learn from
+        if tally.usable_calls:
+            ctx.ledger.stamp(ctx.agent_id, PASS_NAME, now)
         since = last.stamped_at if last is not None else None
         created = sum(1 for e in live if since is None or e.created_at > since)
         self._summarise(report, tally, live=len(live) + tally.created - tally.archived, created=created)
         return report
+
+    def _new_corrections(self, ctx: PassContext, last: Any) -> bool:
+        if self._feedback is None or self._corrections is None:
+            return False
+        since = ctx.now() - timedelta(days=7)  # the feedback the prompt shows
+        if last is not None:
+            since = max(since, last.stamped_at)
+        return self._corrections(ctx.agent_id, since) > 0
 
     # -- eligibility ---------------------------------------------------------------------------------
     def _eligible(
