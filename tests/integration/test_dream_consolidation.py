@@ -369,6 +369,17 @@ def test_an_ephemeral_removal_is_archived_logged_and_restorable(
     assert {e.id for e in rv.memory.browse().entries} == {tea, noise}
 
 
+def test_a_dream_log_that_cannot_be_written_costs_the_line_never_the_pass(
+    home: Path, server: ScriptedOpenAIServer, clock: FakeClock
+) -> None:
+    (home / "logs" / "dream.jsonl").mkdir(parents=True)  # appending to a directory fails: a StorageError
+    with open_engine(home, clock, server) as rv:
+        noise, tea = put(rv, "ok, thanks!"), put(rv, TEA)
+        report = cycle(rv, server, answer(delete=[noise]))
+        assert report.status == "ran" and report.counts["ephemeral"] == 1
+        assert rv.memory.get(noise).archived and not rv.memory.get(tea).archived
+
+
 # -- 9. malformed answers -----------------------------------------------------------------------------------
 def test_a_malformed_answer_changes_and_stamps_nothing(
     rv: reverie.Reverie, server: ScriptedOpenAIServer, clock: FakeClock

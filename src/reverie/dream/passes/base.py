@@ -15,7 +15,8 @@ Invariants of the context:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,10 +28,13 @@ from pydantic import BaseModel
 
 from reverie.clock import Clock
 from reverie.core.coverage import Vocabulary
+from reverie.errors import ReverieError
 from reverie.llm.base import LLM, Completion, Message, parse_json_answer
+from reverie.logs import JsonlFile
 from reverie.storage.base import Store
 from reverie.types import MemoryEntry
 
+log = logging.getLogger("reverie.dream")
 Answer = TypeVar("Answer", bound=BaseModel)
 Vector = npt.NDArray[np.float32]
 
@@ -149,3 +153,15 @@ class DreamPass(Protocol):
     def run(self, ctx: PassContext) -> PassReport:
         """Do the pass for ``ctx.agent_id``; fill and return ``ctx.report``. May raise ``DreamStopped``."""
         ...
+
+
+def write_dream_log(dream_log: JsonlFile | None, record: Mapping[str, Any]) -> None:
+    """Append one line to ``<home>/logs/dream.jsonl``, best effort: the store is the record, so a line that
+    cannot be written (an I/O error, the writer lock held too long, a value JSON cannot hold) is logged and
+    dropped, never allowed to fail the pass that did the work."""
+    if dream_log is None:
+        return
+    try:
+        dream_log.append(record)
+    except (OSError, ReverieError) as exc:
+        log.warning("DreamService: could not write the dream log: %s", exc)

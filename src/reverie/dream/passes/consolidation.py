@@ -49,7 +49,7 @@ from reverie.core.consolidation import (
 from reverie.core.coverage import CoverageSource, check_coverage
 from reverie.core.dedupe import content_tokens
 from reverie.core.provenance import least_trusted
-from reverie.dream.passes.base import Capability, PassContext, PassReport
+from reverie.dream.passes.base import Capability, PassContext, PassReport, write_dream_log
 from reverie.errors import LLMError, ValidationError
 from reverie.llm.base import MALFORMED_ANSWER, Message
 from reverie.logs import JsonlFile
@@ -507,13 +507,8 @@ class ConsolidationPass:
                 ctx.store.facts.write(replace(current, metadata=metadata), change=Change.HOUSEKEEPING, at=now)
 
     def _record(self, ctx: PassContext, action: str, entry_id: str, text: str, **extra: Any) -> None:
-        if self._dream_log is None:
-            return
         record = {"at": ctx.now().isoformat(), "agent": ctx.agent_id, "action": action, "id": entry_id, "text": text}
-        try:
-            self._dream_log.append({**record, **extra})
-        except OSError as exc:  # the log is a convenience; the store is the record
-            log.warning("DreamService: could not write the dream log: %s", exc)
+        write_dream_log(self._dream_log, {**record, **extra})
 
     def _summarise(self, report: PassReport, tally: _Tally, *, live: int, created: int) -> None:
         report.counts = {

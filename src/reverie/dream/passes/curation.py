@@ -41,8 +41,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from reverie.core import auto_dream as rules
 from reverie.core.text import preview
 from reverie.dream.activity import unobserved
-from reverie.dream.passes.base import Capability, DreamStopped, PassContext, PassReport
-from reverie.errors import LLMError, ReverieError
+from reverie.dream.passes.base import Capability, DreamStopped, PassContext, PassReport, write_dream_log
+from reverie.errors import LLMError
 from reverie.llm.base import MALFORMED_ANSWER, Message
 from reverie.logs import JsonlFile
 from reverie.prompts import read_prompt
@@ -346,10 +346,7 @@ class AgentCurationPass:
             "tokens": ctx.report.tokens,
             "cost": ctx.report.cost,
         }
-        try:
-            self._dream_log.append(event)
-        except ReverieError as exc:  # the log is a convenience; the run record in the store is the trail
-            log.warning("DreamService: could not write the dream log: %s", exc)
+        write_dream_log(self._dream_log, event)  # the run record in the store is the trail
 
 
 def _count(name: str, outcome: ToolOutcome, tally: _Tally) -> None:

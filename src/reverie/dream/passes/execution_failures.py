@@ -34,7 +34,7 @@ from reverie.core.execution_patterns import (
     normalise,
     success_patterns,
 )
-from reverie.dream.passes.base import Capability, PassContext, PassReport
+from reverie.dream.passes.base import Capability, PassContext, PassReport, write_dream_log
 from reverie.errors import Conflict, LLMError, NotFound, ValidationError
 from reverie.llm.base import MALFORMED_ANSWER, Message
 from reverie.logs import JsonlFile
@@ -247,13 +247,8 @@ class ExecutionFailuresPass:
             self._record(ctx, "skill_annotated", skill=name, notes=lines)
 
     def _record(self, ctx: PassContext, action: str, **fields: Any) -> None:
-        if self.dream_log is None:
-            return
         record = {"at": ctx.now().isoformat(), "agent": ctx.agent_id, "pass": PASS_NAME, "action": action, **fields}
-        try:
-            self.dream_log.append(record)
-        except (OSError, ValidationError) as exc:  # the log is a convenience; the skill store is the record
-            log.warning("DreamService: could not write the dream log: %s", exc)
+        write_dream_log(self.dream_log, record)
 
 
 def _render(index: int, pattern: Pattern, skills: dict[str, Skill]) -> str:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from reverie.dream.passes.base import PassContext
+from reverie.dream.passes.base import PassContext, write_dream_log
 from reverie.errors import LLMError
 from reverie.llm.base import MALFORMED_ANSWER, Message
 from reverie.logs import JsonlFile
@@ -63,10 +63,5 @@ def bump(ctx: PassContext, key: str, by: int = 1) -> None:
 
 def record(dream_log: JsonlFile | None, ctx: PassContext, action: str, name: str, **extra: Any) -> None:
     """One line of ``<home>/logs/dream.jsonl`` (best effort: the store is the record)."""
-    if dream_log is None:
-        return
     line = {"at": ctx.now().isoformat(), "agent": ctx.agent_id, "action": action, "skill": name, **extra}
-    try:
-        dream_log.append(line)
-    except OSError as exc:
-        log.warning("DreamService: could not write the dream log: %s", exc)
+    write_dream_log(dream_log, line)
