@@ -245,6 +245,8 @@ def test_a_dream_orients_saves_an_insight_archives_a_stale_entry_and_records_it_
     (event,) = events(rv)
     assert event["run_id"] == report.run_id and event["outcome"] == "done" and event["phase"] == "done"
     assert event["tokens"] == curation.tokens and event["cost"] == curation.cost and event["refused"] == []
+    # The dream's own tool calls are not logged as the agent's: the tool-success pass must not learn from them.
+    assert rv.tool_calls.list(A) == []
 
 
 # -- 3. prompt injection --------------------------------------------------------------------------------------

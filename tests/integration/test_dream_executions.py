@@ -6,7 +6,6 @@ prompts with an empty object, so these tests do not depend on which other passes
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,37 +17,16 @@ from reverie.clock import FakeClock
 from reverie.dream.passes.base import PassReport
 from reverie.testing.openai_server import ScriptedOpenAIServer
 
-from ._dream import CHAT, open_on
+from ._dream import Router, open_on
 
-FAILURES = "TASK: execution failure analysis"
-TOOLS = "TASK: tool success learning"
+FAILURES = "execution failure analysis"
+TOOLS = "tool success learning"
 BOOK = "Book a flight"
 TRAVEL = "travel/book"
 WEATHER = "weather/check"
 OTHER_SKILL_PASSES_OFF: dict[str, Any] = {
     key: False for key in ("skill_gap_enabled", "skill_consolidation_enabled", "skill_optimisation_enabled")
 }
-
-
-class Router:
-    """Answers each pass's prompts from its own queue (by the prompt's first line); others get ``{}``."""
-
-    def __init__(self, server: ScriptedOpenAIServer) -> None:
-        self.server = server
-        self.queues: dict[str, deque[str]] = {}
-        server.answer_chat_with(self._answer)
-
-    def script(self, task: str, *answers: str) -> None:
-        self.queues.setdefault(task, deque()).extend(answers)
-
-    def _answer(self, body: dict[str, Any]) -> str:
-        task = str(body["messages"][-1]["content"]).split("\n", 1)[0]
-        queue = self.queues.get(task)
-        return queue.popleft() if queue else "{}"
-
-    def prompts(self, task: str) -> list[str]:
-        found = [str(r.body["messages"][-1]["content"]) for r in self.server.requests if r.path == CHAT]
-        return [p for p in found if p.startswith(task)]
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -63,7 +41,7 @@ def rv(
 
 @pytest.fixture
 def router(server: ScriptedOpenAIServer) -> Router:
-    return Router(server)
+    return Router(server, "{}")  # other passes get an empty object
 
 
 def cycle(rv: reverie.Reverie, clock: FakeClock, name: str) -> PassReport:
@@ -85,11 +63,6 @@ def fail_booking(rv: reverie.Reverie, times: int, description: str = BOOK) -> No
         )
 
 
-def dream_log(rv: reverie.Reverie) -> list[dict[str, Any]]:
-    path = rv.settings.home / "logs" / "dream.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
 def test_execution_failures_annotate_the_producing_skill_and_flag_successes(
     rv: reverie.Reverie, clock: FakeClock, router: Router
 ) -> None:
@@ -102,11 +75,11 @@ def test_execution_failures_annotate_the_producing_skill_and_flag_successes(
         rv.executions.record("default", "Summarise the inbox", True)
 
     quiet = cycle(rv, clock, "execution_failures")  # no failure pattern: no LLM call, successes flagged anyway
-    assert router.prompts(FAILURES) == []
+    assert router.prompts[FAILURES] == []
     assert quiet.status == "ran" and quiet.counts["promoted"] == 1 and quiet.counts["promoted_unowned"] == 1
     flag = rv.skills.get("default", WEATHER).metadata["promotion_candidate"]
     assert (flag["description"], flag["runs"], flag["success_rate"]) == ("Check the weather", 5, 1.0)
-    assert [r["description"] for r in dream_log(rv) if r.get("action") == "promotion_candidate"] == [
+    assert [r["description"] for r in rv.dream_log.read() if r.get("action") == "promotion_candidate"] == [
         "Summarise the inbox"
     ]
 
@@ -130,7 +103,7 @@ def test_execution_failures_annotate_the_producing_skill_and_flag_successes(
         ),
     )
     ran = cycle(rv, clock, "execution_failures")
-    (prompt,) = router.prompts(FAILURES)
+    (prompt,) = router.prompts[FAILURES]
     assert BOOK in prompt and "card declined" in prompt and "1. Search flights." in prompt
     assert "Send an email" not in prompt and "Cancel a hotel" not in prompt and "Check the weather" not in prompt
     c = ran.counts
@@ -147,10 +120,10 @@ def test_execution_failures_annotate_the_producing_skill_and_flag_successes(
     history = rv.skills.history("default", TRAVEL)
     assert [v.content for v in history][0] == "1. Search flights.\n2. Pay." and len(history) == 2
     assert "## Execution notes" not in rv.skills.get("default", WEATHER).content
-    assert {r["action"] for r in dream_log(rv)} >= {"failure_pattern", "skill_annotated"}
+    assert {r["action"] for r in rv.dream_log.read()} >= {"failure_pattern", "skill_annotated"}
 
     assert cycle(rv, clock, "execution_failures").status == "skipped"  # nothing new: not re-annotated
-    assert len(router.prompts(FAILURES)) == 1
+    assert len(router.prompts[FAILURES]) == 1
 
     fail_booking(rv, 1)  # one new failure re-opens the pattern
     router.script(FAILURES, "this is not JSON")
@@ -158,7 +131,7 @@ def test_execution_failures_annotate_the_producing_skill_and_flag_successes(
     assert bad.counts["malformed"] == 1 and bad.counts["annotated"] == 0
     assert rv.skills.get("default", TRAVEL).version == skill.version  # nothing applied
     retried = cycle(rv, clock, "execution_failures")  # not stamped: the same evidence is asked about again
-    assert len(router.prompts(FAILURES)) == 3 and retried.counts["malformed"] == 0
+    assert len(router.prompts[FAILURES]) == 3 and retried.counts["malformed"] == 0
 
 
 def test_tool_success_saves_a_lesson_that_reinforces_next_cycle(
@@ -181,7 +154,7 @@ def test_tool_success_saves_a_lesson_that_reinforces_next_cycle(
     )
     router.script(TOOLS, answer)
     first = cycle(rv, clock, "tool_success")
-    (prompt,) = router.prompts(TOOLS)
+    (prompt,) = router.prompts[TOOLS]
     assert "## Tool: search" in prompt and "{limit: integer, query: string}" in prompt and "missing query" in prompt
     assert "rare" not in prompt and "secret value" not in prompt
     assert (first.counts["created"], first.counts["ignored_tools"]) == (1, 2)
@@ -196,7 +169,7 @@ def test_tool_success_saves_a_lesson_that_reinforces_next_cycle(
     }
 
     idle = cycle(rv, clock, "tool_success")  # no new calls: no LLM call
-    assert idle.status == "skipped" and len(router.prompts(TOOLS)) == 1
+    assert idle.status == "skipped" and len(router.prompts[TOOLS]) == 1
 
     rv.tool_calls.record("default", "search", True, arguments={"query": "q"})
     router.script(TOOLS, answer)
@@ -209,5 +182,5 @@ def test_tool_success_saves_a_lesson_that_reinforces_next_cycle(
     bad = cycle(rv, clock, "tool_success")
     assert bad.counts["malformed"] == 1 and bad.counts["created"] == bad.counts["reinforced"] == 0
     cycle(rv, clock, "tool_success")  # retried: the stamp did not move
-    assert len(router.prompts(TOOLS)) == 4
+    assert len(router.prompts[TOOLS]) == 4
     assert len([e for e in rv.store.facts.iter_all("default") if not e.archived]) == 1

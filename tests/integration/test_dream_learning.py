@@ -4,8 +4,6 @@ has one scenario on both backends; the failure paths run on SQLite."""
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,32 +15,12 @@ from reverie.clock import FakeClock
 from reverie.testing import ChatReply, ScriptedOpenAIServer
 from reverie.types import MemoryEntry, Tier
 
-from ._dream import EMPTY, open_on
+from ._dream import Router, open_on
 
 MINING, EPISODES, PREFS = "memory mining", "episode extraction", "preference inference"
 CONSOLIDATION = "memory consolidation"
 BACKENDS = ["sqlite", "postgresql"]
 QUIET = {"memory_mining_enabled": False, "episode_extraction_enabled": False, "preference_inference_enabled": False}
-
-
-class Router:
-    """Answers each pass by the first line of its prompt (``TASK: ...``): scripted answers in order, then a
-    usable empty answer. Records every prompt per task."""
-
-    def __init__(self, server: ScriptedOpenAIServer) -> None:
-        self.queues: dict[str, list[str | ChatReply]] = defaultdict(list)
-        self.prompts: dict[str, list[str]] = defaultdict(list)
-        server.answer_chat_with(self)
-
-    def __call__(self, body: dict[str, Any]) -> str | ChatReply:
-        prompt = str(body["messages"][-1]["content"])
-        task = prompt.split("\n", 1)[0].removeprefix("TASK:").strip()
-        self.prompts[task].append(prompt)
-        queue = self.queues[task]
-        return queue.pop(0) if queue else EMPTY
-
-    def script(self, task: str, *answers: str | ChatReply | dict[str, Any]) -> None:
-        self.queues[task].extend(a if isinstance(a, str | ChatReply) else json.dumps(a) for a in answers)
 
 
 @pytest.fixture(params=BACKENDS)

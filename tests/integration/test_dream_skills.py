@@ -5,8 +5,9 @@ pass) and the scripted loopback LLM. The scripted server tells the passes apart 
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +15,15 @@ import pytest
 
 import reverie
 from reverie.clock import FakeClock
-from reverie.core.skill_signals import OPTIMISED_AT, RECURRING_HEADER
+from reverie.core.skill_signals import OPTIMISED_AT, OPTIMISED_VERSION, RECURRING_HEADER, parse_moment
 from reverie.dream.passes.base import PassReport
 from reverie.dream.passes.skill_optimisation import REVIEW_NOTE
 from reverie.testing.openai_server import ScriptedOpenAIServer
 
-from ._dream import open_on
+from ._dream import Router, open_on
 
 AGENT = "default"
 GAP, MERGE, OPTIMISE = "skill gap detection", "skill consolidation", "skill optimization"
-NOTHING = '{"toDelete": [], "toSave": []}'
 # Other passes that read the conversation log or the activity logs: off here, so the log a test writes is
 # still there for the next cycle and no other pass asks the scripted model.
 OTHERS_OFF: dict[str, Any] = {
@@ -37,31 +37,6 @@ OTHERS_OFF: dict[str, Any] = {
         "consolidation_enabled",
     )
 }
-
-
-class Router:
-    """The scripted model: answers each pass from its own queue (then ``NOTHING``) and keeps its prompts."""
-
-    def __init__(self, server: ScriptedOpenAIServer) -> None:
-        self.answers: dict[str, list[str]] = {}
-        self.prompts: dict[str, list[str]] = {}
-        server.answer_chat_with(self)
-
-    def __call__(self, body: dict[str, Any]) -> str:
-        prompt = str(body["messages"][-1]["content"])
-        task = prompt.splitlines()[0].removeprefix("TASK: ")
-        self.prompts.setdefault(task, []).append(prompt)
-        queue = self.answers.get(task, [])
-        return queue.pop(0) if queue else NOTHING
-
-    def script(self, task: str, *answers: Any) -> None:
-        self.answers.setdefault(task, []).extend(a if isinstance(a, str) else json.dumps(a) for a in answers)
-
-    def calls(self, task: str) -> int:
-        return len(self.prompts.get(task, []))
-
-    def last(self, task: str) -> str:
-        return self.prompts[task][-1]
 
 
 def _open(
@@ -289,10 +264,12 @@ def test_optimisation_improves_at_risk_and_sparse_skills_once_per_failure(
         "unknown_names": 2,
     }  # fmt: skip
     prompt = router.last(OPTIMISE)
-    deploy = prompt.split("### deploy/app")[1].split("\n### ")[0]
-    assert "### Failure context" in prompt and "correction (session s1" in prompt
-    assert "You forgot to run the migrations" in prompt and "all fine" not in prompt
-    assert REVIEW_NOTE in prompt.split("### notes/tiny")[1] and "### fresh" not in prompt and deploy
+    # deploy/app's block runs up to the next skill's heading ("### <name> [at-risk]" or "[sparse]"), past its
+    # own "### Failure context" sub-heading.
+    deploy = re.split(r"\n### \S+ \[(?:at-risk|sparse)\]\n", prompt.split("### deploy/app [at-risk]\n")[1])[0]
+    assert "### Failure context" in deploy and "correction (session s1" in deploy
+    assert "You forgot to run the migrations" in deploy and "all fine" not in prompt
+    assert REVIEW_NOTE in prompt.split("### notes/tiny")[1] and "### fresh" not in prompt
     app = rv.skills.get(AGENT, "deploy/app")
     assert app.content == improved.strip() and app.see_also == ("notes/tiny",) and OPTIMISED_AT in app.metadata
     assert [v.content for v in rv.skills.history(AGENT, "deploy/app")][0] == LONG  # the old text is kept
@@ -308,3 +285,34 @@ def test_optimisation_improves_at_risk_and_sparse_skills_once_per_failure(
     again = dream(rv)["skill_optimisation"]
     assert again.counts["shown"] == 1 and "deploy broke" in router.last(OPTIMISE)
     assert "You forgot to run the migrations" not in router.last(OPTIMISE)  # already optimised for that one
+
+
+class TickingClock(FakeClock):
+    """A FakeClock that also moves a millisecond at every reading, as a real clock does between two calls."""
+
+    def now(self) -> datetime:
+        return self.advance(milliseconds=1)
+
+
+def test_a_sparse_skill_left_alone_is_not_shown_again_when_the_clock_moves(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, server: ScriptedOpenAIServer, router: Router
+) -> None:
+    clock = TickingClock()
+    rv = _open(backend, request, tmp_path, clock, server, {"skill_consolidation_enabled": False})
+    try:
+        rv.skills.save(AGENT, "notes/tiny", "Take notes", "Write it down.")
+        clock.advance(days=8)
+        first = dream(rv)["skill_optimisation"]  # the model answers nothing: the skill is marked reviewed
+        assert first.counts["shown"] == 1 and first.counts["optimised"] == 0 and router.calls(OPTIMISE) == 1
+        reviewed = rv.skills.get(AGENT, "notes/tiny")
+        assert reviewed.version == 2 and reviewed.metadata[OPTIMISED_VERSION] == 2
+        stamped = parse_moment(reviewed.metadata[OPTIMISED_AT])
+        assert stamped is not None and reviewed.updated_at > stamped  # the save read the clock later
+        clock.advance(hours=1)
+        assert dream(rv)["skill_optimisation"].status == "skipped" and router.calls(OPTIMISE) == 1  # not re-shown
+        assert rv.skills.get(AGENT, "notes/tiny").version == 2  # and no metadata-only version
+        rv.skills.save(AGENT, "notes/tiny", "Take notes", "Write it down, then file it.")  # changed since
+        clock.advance(hours=1)
+        assert dream(rv)["skill_optimisation"].counts["shown"] == 1 and router.calls(OPTIMISE) == 2
+    finally:
+        rv.close()

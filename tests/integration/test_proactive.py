@@ -31,8 +31,9 @@ from reverie.prompts import AUTO_MEMORIZE, default_prompt
 from reverie.testing import ChatReply, ScriptedOpenAIServer
 from reverie.types import Change, MemoryEntry, user_agent
 
+from ._dream import CHAT, llm_settings
+
 BACKENDS = ["sqlite", "postgresql"]
-CHAT = "/v1/chat/completions"
 EVERY_CATEGORY = (
     "Please be brief. I prefer dark mode. I'm a data engineer. I usually work at night. "
     "We're building a billing service. My name is Ana. Ugh, this still doesn't work."
@@ -82,18 +83,8 @@ def rv(make: Make) -> reverie.Reverie:
     return make()
 
 
-@pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as running:
-        yield running
-
-
-def _llm(server: ScriptedOpenAIServer) -> dict[str, Any]:
-    return {"provider": "openai", "endpoint": server.url, "model": "m", "max_retries": 0}
-
-
 def _llm_rv(make: Make, server: ScriptedOpenAIServer, **proactive: Any) -> reverie.Reverie:
-    return make(llm=_llm(server), memory={"expansion_enabled": False}, proactive=proactive)
+    return make(llm=llm_settings(server), memory={"expansion_enabled": False}, proactive=proactive)
 
 
 def _one(rv: reverie.Reverie, content: str, category: str, kind: str, scope: Scope, confidence: float = 0.7) -> str:
@@ -506,7 +497,7 @@ def test_memorize_on_turn_with_the_llm_is_queued(make: Make, server: ScriptedOpe
 
 def test_memorize_on_turn_with_the_llm_runs_in_the_background(make: Make, server: ScriptedOpenAIServer) -> None:
     rv = make(
-        llm=_llm(server),
+        llm=llm_settings(server),
         memory={"expansion_enabled": False},
         proactive={"memorize_on_turn": True, "memorize_background": True},
     )

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -223,18 +223,20 @@ def test_the_parallel_fetch_ranks_exactly_as_one_thread(
         rv.embed_pending()
         queries = ["tent trip", "red tent seam", "Oslo", "what went to Lisbon", "nothing matches zebra"]
 
-        def run() -> list[list[tuple[str, float, str]]]:
+        def run(engine: reverie.Reverie) -> list[list[tuple[str, float, str]]]:
             out = []
             for scope in (Scope(), user):
                 for query in queries:
-                    found = rv.memory.search(query, scope=scope, mode="hybrid", limit=5)
+                    found = engine.memory.search(query, scope=scope, mode="hybrid", limit=5)
                     out.append([(h.entry.id, round(h.score, 9), h.matched_by) for h in found])
             return out
 
-        parallel = run()
-        rv.recall.config = replace(rv.recall.config, parallel=False)
-        assert run() == parallel
+        parallel = run(rv)
+        assert any(t.name.startswith("reverie-recall") for t in threading.enumerate())  # the worker path ran
         assert any(hits for hits in parallel)
+        # A second engine on the same store, configured to fetch both signals on the calling thread.
+        with reverie.open(where, clock=clock, recall={"parallel": False}, **settings) as serial:
+            assert run(serial) == parallel
 
 
 PAIRS = [("red", "Lisbon"), ("green", "Oslo"), ("small", "Porto"), ("old", "Kyoto"), ("blue", "Denver")]

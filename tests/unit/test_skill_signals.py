@@ -13,6 +13,7 @@ from reverie.core.skill_signals import (
     is_sparse,
     needs_expansion,
     parse_moment,
+    parse_version,
     recurring_terms,
     render_recurring,
     skills_fingerprint,
@@ -48,7 +49,7 @@ def test_terms_count_once_per_session_and_only_from_two_sessions_up() -> None:
     terms = recurring_terms(messages)
     assert terms == [("email", 3), ("summarize", 2), ("weather", 2)]
     assert recurring_terms(messages, min_sessions=3) == [("email", 3)]
-    assert ("the", 2) not in terms and all(len(t) >= 3 for t, _ in terms)  # stopwords and short tokens go
+    assert recurring_terms(["the cat ox", "the cat ox"]) == [("cat", 2)]  # stopwords and short tokens never count
     assert recurring_terms(["one message about email"]) == []
     block = render_recurring(terms)
     assert block.splitlines()[0] == RECURRING_HEADER
@@ -92,9 +93,11 @@ def test_only_signals_newer_than_the_last_optimisation_count() -> None:
     assert fresh_signals(times, None) == [0, 1, 2]
     assert fresh_signals(times, NOW - timedelta(days=2)) == [1, 2]
     assert fresh_signals(times, NOW) == []
-    assert needs_expansion(True, None, NOW)
-    assert not needs_expansion(True, NOW, NOW)  # reviewed and untouched since
-    assert needs_expansion(True, NOW - timedelta(days=1), NOW)  # edited after the review
-    assert not needs_expansion(False, None, NOW)
+    assert needs_expansion(True, None, 1)
+    assert not needs_expansion(True, 2, 2)  # reviewed and untouched since
+    assert needs_expansion(True, 2, 3)  # edited after the review
+    assert not needs_expansion(False, None, 1)
+    assert parse_version(3) == 3 and parse_version("3") is None and parse_version(True) is None
+    assert parse_version(0) is None and parse_version(None) is None
     assert parse_moment(NOW.isoformat()) == NOW
     assert parse_moment("yesterday") is None and parse_moment(None) is None

@@ -30,6 +30,7 @@ MIN_TERM_CHARS = 3
 SPARSE_CHARS = 200  # seed 001: a skill with less content than this ...
 SPARSE_DAYS = 7.0  # ... created longer ago than this is sparse
 OPTIMISED_AT = "optimised_at"  # skill metadata: when the optimisation pass last reviewed the skill
+OPTIMISED_VERSION = "optimised_version"  # skill metadata: the version that review wrote
 RECURRING_HEADER = "Recurring topics across sessions (term frequency ≥ 2 sessions):"
 
 
@@ -134,6 +135,15 @@ def fresh_signals(times: Sequence[datetime], optimised_at: datetime | None) -> l
     return [i for i, at in enumerate(times) if optimised_at is None or at > optimised_at]
 
 
-def needs_expansion(sparse: bool, optimised_at: datetime | None, updated_at: datetime) -> bool:
-    """A sparse skill is shown for expansion unless the pass reviewed it and nobody changed it since."""
-    return sparse and (optimised_at is None or updated_at > optimised_at)
+def parse_version(value: object) -> int | None:
+    """A skill version stored in metadata, or None when missing or not a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return None
+    return value
+
+
+def needs_expansion(sparse: bool, optimised_version: int | None, version: int) -> bool:
+    """A sparse skill is shown for expansion unless the pass reviewed it and nobody changed it since: its
+    ``version`` is still the one the review's own save wrote. Versions, not times: the review's save stamps
+    ``updated_at`` with a later clock reading than any time the pass could record in it."""
+    return sparse and (optimised_version is None or version > optimised_version)

@@ -4,7 +4,8 @@ sessions active since an agent's last dream, and ai-memory's idle trigger waits 
 Invariants: recording is cheap and never fails a caller. Each (agent, session) is written at most once per
 ``every`` (clock time) by this process, and a store error is logged and dropped. Work done inside
 ``unobserved()`` (the auto-dream's own tool calls) is not client activity: it must neither open the session gate
-nor cancel, or re-arm, an idle-triggered dream.
+nor cancel, or re-arm, an idle-triggered dream, nor be written to the tool-call log the tool-success pass
+learns from (``observed()``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ def unobserved() -> Iterator[None]:
         _UNOBSERVED.reset(token)
 
 
+def observed() -> bool:
+    """Whether work done here is a client's (False inside ``unobserved()``: the auto-dream's own calls)."""
+    return not _UNOBSERVED.get()
+
+
 class ActivityTracker:
     """Notes that a scope was used (a save, a search, a read)."""
 
@@ -46,7 +52,7 @@ class ActivityTracker:
         self._lock = threading.Lock()
 
     def note(self, scope: Scope) -> None:
-        if _UNOBSERVED.get():
+        if not observed():
             return
         now = self._clock.now()
         key = (scope.agent_id, scope.session_id or "")

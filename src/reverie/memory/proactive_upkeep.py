@@ -194,14 +194,18 @@ class ProactiveUpkeep:
             if not items:
                 return removed
             after = items[-1].key
-            for item in items:
-                value = item.value
-                if not isinstance(value, dict) or value.get("source") != KV_SOURCE:
-                    continue  # not ours
-                entry_id = item.key[len(KV_PREFIX) :]
-                entry = self._store.facts.get(entry_id, Scope(agent_id=agent_id))
-                if entry is None or not _live(entry, now):
-                    removed += int(self._kv.delete(agent_id, item.key))
+            # Ours only (written by proactive memory), checked a page at a time: get_many returns just the live
+            # ones (unarchived, unexpired) that the agent-wide scope sees.
+            ours = {
+                item.key[len(KV_PREFIX) :]: item.key
+                for item in items
+                if isinstance(item.value, dict) and item.value.get("source") == KV_SOURCE
+            }
+            flt = FactFilter(scope=Scope(agent_id=agent_id), now=now)
+            live = {e.id for e in self._store.facts.get_many(list(ours), flt)} if ours else set()
+            for entry_id, key in ours.items():
+                if entry_id not in live:
+                    removed += int(self._kv.delete(agent_id, key))
 
     # -- the cap -----------------------------------------------------------------------------------------------
     def note_created(self, agent_id: str, created: int) -> int:

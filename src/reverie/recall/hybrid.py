@@ -276,30 +276,45 @@ class HybridSearch:
         except EmbeddingError as exc:
             log.warning("query embedding failed, falling back to BM25: %s", exc)
             return _Signal(None, notes=[f"the embedder failed ({exc}); these results are BM25 only"])
-        found, entries = self._nearest(query, np.asarray(vector), flt)
-        kept = fusion.above_floor(found, self.floor(flt.scope.agent_id, per_call_floor))
+        kept, entries = self._nearest(query, np.asarray(vector), flt, self.floor(flt.scope.agent_id, per_call_floor))
         visible = {i: s for i, s in kept.items() if i in entries}
         scores = dict(fusion.ranked(visible, self.config.candidates))
         return _Signal(scores, {i: entries[i] for i in scores})
 
     def _nearest(
-        self, query: str, vector: npt.NDArray[np.float32], flt: FactFilter
+        self, query: str, vector: npt.NDArray[np.float32], flt: FactFilter, floor: float | None
     ) -> tuple[dict[str, float], dict[str, MemoryEntry]]:
-        """The vector candidates (id -> similarity) and the entries among them ``flt`` lets through (hydrated
-        before any floor: the floor is each search's own); shared inside a ``shared_candidates`` block."""
+        """The vector candidates above ``floor`` (id -> similarity) and the entries among them ``flt`` lets
+        through. Only candidates above the floor are hydrated. Inside a ``shared_candidates`` block the index's
+        answer and the entries hydrated so far are shared (a second search with another floor hydrates only
+        the candidates the first did not)."""
         shared = _SHARED.get()
         key = ("vector", query, _shape(flt))
-        if shared is not None and key in shared:
-            cached: tuple[dict[str, float], dict[str, MemoryEntry]] = shared[key]
-            return cached
-        assert self.index is not None
-        self.fetches["vector"] += 1
-        # Over-fetch: candidates of other users/sessions, archived or expired ones are filtered out below.
-        found = dict(self.index.search(flt.scope.agent_id, vector, self.config.candidates * VECTOR_OVERFETCH))
-        entries = {entry.id: entry for entry in self._store.facts.get_many(list(found), flt)}
-        if shared is not None:
-            shared[key] = (found, entries)
-        return found, entries
+        cached: _Nearest | None = shared.get(key) if shared is not None else None
+        if cached is None:
+            assert self.index is not None
+            self.fetches["vector"] += 1
+            # Over-fetch: candidates of other users/sessions, archived or expired ones are filtered out below.
+            found = self.index.search(flt.scope.agent_id, vector, self.config.candidates * VECTOR_OVERFETCH)
+            cached = _Nearest(dict(found))
+            if shared is not None:
+                shared[key] = cached
+        kept = fusion.above_floor(cached.found, floor)
+        missing = [i for i in kept if i not in cached.hydrated]
+        if missing:
+            cached.entries.update((e.id, e) for e in self._store.facts.get_many(missing, flt))
+            cached.hydrated.update(missing)
+        return kept, cached.entries
+
+
+@dataclass(slots=True)
+class _Nearest:
+    """One vector-index answer: the candidates with their similarities, and the entries hydrated so far
+    (``hydrated``: the ids asked for, whether or not the filter let them through)."""
+
+    found: dict[str, float]
+    entries: dict[str, MemoryEntry] = field(default_factory=dict)
+    hydrated: set[str] = field(default_factory=set)
 
 
 def _shape(flt: FactFilter) -> tuple[Any, ...]:

@@ -211,12 +211,11 @@ class _AgentIndex:
         if not self.narrowed and not prefix:
             return None
         mask = np.ones(rows.size, dtype=bool)
-        for codes, column, wanted in (
+        scoped = (
             (self.users, self.user, flt.scope.user_id),
             (self.sessions, self.session, flt.scope.session_id),
-        ):
-            if not self.narrowed:
-                break
+        )
+        for codes, column, wanted in scoped if self.narrowed else ():
             values = column[rows]
             if wanted is None:
                 mask &= values == NO_CODE

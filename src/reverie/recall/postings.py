@@ -46,18 +46,8 @@ def bm25(
 
 def weighted_terms(row: TextRow) -> tuple[dict[str, float], int]:
     """Each word's weighted frequency in one entry, and the entry's length in tokens over all columns."""
-    counts: dict[str, float] = {}
-    length = 0
-    for weight, text in (
-        (CONTENT_WEIGHT, row.content),
-        (TAGS_WEIGHT, " ".join(row.tags)),
-        (CATEGORY_WEIGHT, row.category),
-    ):
-        words = tokens(text)
-        length += len(words)
-        for term, occurrences in Counter(words).items():
-            counts[term] = counts.get(term, 0.0) + weight * occurrences
-    return counts, length
+    columns = ((CONTENT_WEIGHT, row.content), (TAGS_WEIGHT, " ".join(row.tags)), (CATEGORY_WEIGHT, row.category))
+    return weighted_document(columns)
 
 
 @dataclass

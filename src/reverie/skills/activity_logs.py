@@ -344,13 +344,21 @@ class ToolCallLog(_WindowedLog):
                         ok=_flag(raw.get("ok"), "ok"),
                         session_id=_session(raw.get("session_id")),
                         error=_optional_text(raw.get("error"), "error", MAX_ERROR_CHARS),
-                        arguments=tool_arguments(raw.get("arguments")),
+                        arguments=_stored_arguments(raw.get("arguments")),
                         duration_ms=_duration(raw.get("duration_ms")),
                     )
                 )
             except ValidationError:
                 continue
         return sorted(out, key=lambda r: r.at)
+
+
+def _stored_arguments(value: object) -> dict[str, Any] | None:
+    """A logged call's arguments as read back: the writer checked them (``tool_arguments``), so a read only
+    makes sure the line holds an object or nothing (a hand-edited line with anything else is skipped)."""
+    if value is None or isinstance(value, dict):
+        return value
+    raise ValidationError("arguments must be an object", field="arguments")
 
 
 def _newest_first(records: builtins.list[_R]) -> builtins.list[_R]:

@@ -31,6 +31,7 @@ import numpy as np
 
 from reverie.clock import Clock
 from reverie.core import validate
+from reverie.core.skill_signals import is_sparse
 from reverie.embed.base import Embedder
 from reverie.errors import Conflict, EmbeddingError, NotFound, ValidationError
 from reverie.skills import inputs
@@ -370,8 +371,8 @@ class SkillStore:
 
     def sparse(self, agent_id: str) -> builtins.list[Skill]:
         """Live skills with less than ``sparse_chars`` of content, created more than ``sparse_days`` ago."""
-        cutoff = self._clock.now() - timedelta(days=self.config.sparse_days)
-        return [s for s in self.live(agent_id) if len(s.content) < self.config.sparse_chars and s.created_at <= cutoff]
+        now, chars, days = self._clock.now(), self.config.sparse_chars, self.config.sparse_days
+        return [s for s in self.live(agent_id) if is_sparse(s.content, s.created_at, now, chars=chars, days=days)]
 
     def apply_changes(
         self, agent_id: str, to_save: Sequence[SkillDraft], to_delete: Sequence[str] = (), *, source: str = "dream"

@@ -25,6 +25,7 @@ from jsonschema.exceptions import ValidationError as SchemaError
 from jsonschema.exceptions import best_match
 
 from reverie.core.text import preview
+from reverie.dream.activity import observed
 from reverie.errors import LLMError, NotFound, ReverieError, ValidationError
 from reverie.skills.activity_logs import MAX_DURATION_MS, MAX_ERROR_CHARS, placeholder_arguments
 from reverie.tools import explore, knowledge, kv, longterm, query, semantic, skills, specs, working
@@ -88,7 +89,7 @@ class ToolRegistry:
     def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolResult:
         """Run tool ``name`` with ``arguments`` for ``ctx``. Never raises for what a caller sends (see the
         module invariants); the result says what happened. Every call of a known tool is recorded in the
-        engine's tool-call log (``rv.tool_calls``)."""
+        engine's tool-call log (``rv.tool_calls``), except the auto-dream's own (made ``unobserved()``)."""
         started = time.monotonic()
         try:
             result = self._call(name, arguments, ctx)
@@ -105,7 +106,10 @@ class ToolRegistry:
     def _log_call(self, name: object, arguments: object, ctx: object, result: ToolResult, ms: float) -> None:
         """One record in the tool-call log, for a known tool and a valid context only: its arguments' keys and
         JSON types (values emptied), ok or its error, the time it took. A record that cannot be written (a
-        reserved agent id, a full disk) costs the record, never the call."""
+        reserved agent id, a full disk) costs the record, never the call. The auto-dream's own calls (made inside
+        ``dream.activity.unobserved()``) are not recorded: they would feed the tool-success pass its own calls."""
+        if not observed():
+            return
         if not isinstance(ctx, ToolContext) or not isinstance(name, str) or name not in self._specs:
             return
         # Shapes only: the log must not become a second, unpurged copy of what the calls carried.

@@ -28,8 +28,8 @@ from pydantic import BaseModel
 
 from reverie.clock import Clock
 from reverie.core.coverage import Vocabulary
-from reverie.errors import ReverieError
-from reverie.llm.base import LLM, Completion, Message, parse_json_answer
+from reverie.errors import LLMError, ReverieError
+from reverie.llm.base import LLM, MALFORMED_ANSWER, Completion, Message, parse_json_answer
 from reverie.logs import JsonlFile
 from reverie.storage.base import Store
 from reverie.types import MemoryEntry
@@ -153,6 +153,21 @@ class DreamPass(Protocol):
     def run(self, ctx: PassContext) -> PassReport:
         """Do the pass for ``ctx.agent_id``; fill and return ``ctx.report``. May raise ``DreamStopped``."""
         ...
+
+
+def ask_or_none(ctx: PassContext, messages: Sequence[Message], schema: type[Answer], purpose: str) -> Answer | None:
+    """One ``ctx.ask`` whose malformed answer (``LLMError.reason`` in ``MALFORMED_ANSWER``) is counted in
+    ``report.counts["malformed"]`` and gives None: the caller applies nothing and stamps nothing, so the next
+    cycle retries. Any other ``LLMError`` (the endpoint failed) is re-raised: the pass fails."""
+    try:
+        answer, _ = ctx.ask(messages, schema, purpose=purpose)
+    except LLMError as exc:
+        if exc.reason not in MALFORMED_ANSWER:
+            raise
+        ctx.report.counts["malformed"] = ctx.report.counts.get("malformed", 0) + 1
+        log.warning("DreamService: %s answer unusable (%s); nothing applied, retried next cycle", purpose, exc)
+        return None
+    return answer
 
 
 def write_dream_log(dream_log: JsonlFile | None, record: Mapping[str, Any]) -> None:

@@ -20,14 +20,13 @@ from dataclasses import replace
 from pydantic import BaseModel, ConfigDict, Field
 
 from reverie.core import transcripts
-from reverie.dream.passes.base import Capability, PassContext, PassReport
+from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none
 from reverie.dream.passes.mining import (
     DREAM_PASS,
     MAX_LOG_CHARS,
     MAX_TURN_CHARS,
     SESSION_IDS,
     Outcomes,
-    ask_or_none,
     clean_tags,
     log_window,
     save_learned,

@@ -34,9 +34,9 @@ from reverie.core.execution_patterns import (
     normalise,
     success_patterns,
 )
-from reverie.dream.passes.base import Capability, PassContext, PassReport, write_dream_log
-from reverie.errors import Conflict, LLMError, NotFound, ValidationError
-from reverie.llm.base import MALFORMED_ANSWER, Message
+from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none, write_dream_log
+from reverie.errors import Conflict, NotFound, ValidationError
+from reverie.llm.base import Message
 from reverie.logs import JsonlFile
 from reverie.prompts import read_prompt
 from reverie.skills.activity_logs import ExecutionLog
@@ -194,13 +194,9 @@ class ExecutionFailuresPass:
             ]
         )
         messages = [Message.system(read_prompt(DIRECTIVE, ctx.home)), Message.user(prompt)]
-        try:
-            answer, _ = ctx.ask(messages, FailureAnswer, purpose="dream.execution_failures")
-        except LLMError as exc:
-            if exc.reason not in MALFORMED_ANSWER:
-                raise  # the endpoint failed: the pass fails, nothing is stamped
-            tally.malformed += 1
-            log.warning("DreamService: execution-failure answer unusable (%s); retried next cycle", exc)
+        answer = ask_or_none(ctx, messages, FailureAnswer, "dream.execution_failures")  # endpoint failure: raised
+        if answer is None:
+            tally.malformed += 1  # the report's counts are rebuilt from the tally
             return
         keys = {p.key for p in failing}
         for classified in answer.patterns:

@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reverie.core import transcripts, validate
 from reverie.core.transcripts import Turn
-from reverie.dream.passes.base import Capability, PassContext, PassReport
-from reverie.errors import LLMError, ValidationError
-from reverie.llm.base import MALFORMED_ANSWER, Message
+from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none
+from reverie.errors import ValidationError
+from reverie.llm.base import Message
 from reverie.memory.conversation import ConversationMemory
 from reverie.memory.longterm import LongTermMemory
 from reverie.prompts import read_prompt
@@ -165,19 +165,6 @@ def note_sessions(ctx: PassContext, entry: MemoryEntry, sessions: list[str]) -> 
     updated = replace(entry, metadata={**entry.metadata, SESSION_IDS: known + missing})
     ctx.store.facts.write(updated, change=Change.HOUSEKEEPING, at=ctx.now())
     return updated
-
-
-def ask_or_none(ctx: PassContext, messages: list[Message], schema: type[Any], purpose: str) -> Any | None:
-    """The parsed answer, or None for a malformed one (counted in ``malformed``); endpoint failures raise."""
-    try:
-        answer, _ = ctx.ask(messages, schema, purpose=purpose)
-    except LLMError as exc:
-        if exc.reason not in MALFORMED_ANSWER:
-            raise
-        ctx.report.counts["malformed"] = ctx.report.counts.get("malformed", 0) + 1
-        log.warning("DreamService: %s answer unusable (%s); nothing applied", ctx.report.name, exc)
-        return None
-    return answer
 
 
 # -- the pass ---------------------------------------------------------------------------------------------

@@ -25,13 +25,12 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from reverie.core import preferences, transcripts
-from reverie.dream.passes.base import Capability, PassContext, PassReport
+from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none
 from reverie.dream.passes.mining import (
     DREAM_PASS,
     MAX_LOG_CHARS,
     MAX_TURN_CHARS,
     Outcomes,
-    ask_or_none,
     clean_tags,
     save_learned,
 )

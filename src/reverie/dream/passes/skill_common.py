@@ -2,44 +2,34 @@
 answer is counted rather than raised, how a skill is shown to the model, and the dream-log record.
 
 Invariants:
-- ``ask_usable`` returns None for a malformed answer (counted in ``report.counts["malformed"]``; the caller
-  applies nothing and stamps nothing, so the next cycle retries) and re-raises an endpoint failure (the pass
-  fails, as the memory consolidation's does).
+- ``ask_usable`` (``base.ask_or_none`` with a directive file) returns None for a malformed answer (counted in
+  ``report.counts["malformed"]``; the caller applies nothing and stamps nothing, so the next cycle retries) and
+  re-raises an endpoint failure (the pass fails, as the memory consolidation's does).
 - Names the model gives are checked against what was shown by the caller, never trusted.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from reverie.dream.passes.base import PassContext, write_dream_log
-from reverie.errors import LLMError
-from reverie.llm.base import MALFORMED_ANSWER, Message
+from reverie.dream.passes.base import PassContext, ask_or_none, write_dream_log
+from reverie.llm.base import Message
 from reverie.logs import JsonlFile
 from reverie.prompts import read_prompt
 from reverie.storage.skills import Skill
 
-log = logging.getLogger("reverie.dream")
 Answer = TypeVar("Answer", bound=BaseModel)
 MAX_SHOWN_CHARS = 6000  # a skill's content shown whole up to this; a longer one is cut and frozen
 
 
 def ask_usable(ctx: PassContext, directive: str, prompt: str, schema: type[Answer], *, purpose: str) -> Answer | None:
-    """One call with ``directive`` (a prompt file, overridable in the home) as the system message."""
+    """One call with ``directive`` (a prompt file, overridable in the home) as the system message, through
+    ``base.ask_or_none`` (a malformed answer counted and None, an endpoint failure raised)."""
     messages = [Message.system(read_prompt(directive, ctx.home)), Message.user(prompt)]
-    try:
-        answer, _ = ctx.ask(messages, schema, purpose=purpose)
-    except LLMError as exc:
-        if exc.reason not in MALFORMED_ANSWER:
-            raise  # the endpoint failed: the pass fails and nothing is stamped
-        ctx.report.counts["malformed"] = ctx.report.counts.get("malformed", 0) + 1
-        log.warning("DreamService: %s answer unusable (%s); nothing applied, retried next cycle", purpose, exc)
-        return None
-    return answer
+    return ask_or_none(ctx, messages, schema, purpose)
 
 
 def render_skill(skill: Skill, *, notes: Sequence[str] = (), max_chars: int = MAX_SHOWN_CHARS) -> str:

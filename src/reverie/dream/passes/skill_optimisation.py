@@ -6,15 +6,17 @@ Two kinds of skill are shown (at most ``max_skills`` a cycle, at-risk ones first
   newer than the skill's last optimisation (``metadata.optimised_at``) count, so a skill is not re-optimised
   every cycle for a failure it was already optimised for.
 - *Sparse*: less than ``[skills] sparse_chars`` (200) of content, created more than ``sparse_days`` (7) ago,
-  shown with seed 001's review note — unless this pass reviewed it and nobody changed it since.
+  shown with seed 001's review note — unless this pass reviewed it and nobody changed it since (its version
+  is still ``metadata.optimised_version``, the version the pass's own save wrote).
 
 The model answers seed 001's skill contract ``{"toSave": [{"name", "summary", "content", "seeAlso"}]}``.
 Safeguards: a skill that was not shown is not saved (``unknown_names``); ``toDelete`` is refused in this pass
 (``deletions_refused``; nothing is archived); ``seeAlso`` keeps live skills only. Each improvement is saved as a
 new version of the skill (history keeps the old text), compare-and-set on the version shown, with
-``optimised_at`` and source ``dream:skill_optimisation`` in its metadata; a save the store refuses is counted
-(``refused``) and the others apply. A shown skill the model left alone is marked reviewed (``optimised_at``)
-too. Skipped entirely (no LLM call) when nothing is at risk or sparse. A malformed answer applies nothing.
+``optimised_at``, ``optimised_version`` and source ``dream:skill_optimisation`` in its metadata; a save the
+store refuses is counted (``refused``) and the others apply. A shown skill the model left alone is marked
+reviewed (``optimised_at``, ``optimised_version``) too. Skipped entirely (no LLM call) when nothing is at risk
+or sparse. A malformed answer applies nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reverie.core.skill_signals import OPTIMISED_AT, fresh_signals, is_sparse, needs_expansion, parse_moment
+from reverie.core.skill_signals import (
+    OPTIMISED_AT,
+    OPTIMISED_VERSION,
+    fresh_signals,
+    needs_expansion,
+    parse_moment,
+    parse_version,
+)
 from reverie.dream.passes.base import Capability, PassContext, PassReport
 from reverie.dream.passes.skill_common import ask_usable, bump, record, render_skill
 from reverie.errors import Conflict, NotFound, ValidationError
@@ -101,12 +110,13 @@ class SkillOptimisationPass:
         if answer.to_delete:
             bump(ctx, "deletions_refused", len(answer.to_delete))
         saved: set[str] = set()
+        live = {s.name for s in self.skills.live(ctx.agent_id)}  # what seeAlso may name, listed once a run
         for item in answer.to_save:
             candidate = shown.get(item.name)
             if candidate is None or item.name in saved:
                 bump(ctx, "unknown_names")
                 continue
-            if self._save(ctx, candidate.skill, item):
+            if self._save(ctx, candidate.skill, item, live):
                 saved.add(item.name)
         for name, candidate in shown.items():
             if name not in saved:
@@ -119,16 +129,14 @@ class SkillOptimisationPass:
 
     def candidates(self, ctx: PassContext) -> list[Candidate]:
         """The at-risk skills with fresh failure signals (name order), then the sparse ones needing expansion."""
-        now, cfg = ctx.now(), self.skills.config
         out: dict[str, Candidate] = {}
         for risk in self.skills.at_risk(ctx.agent_id):
             since = parse_moment(risk.skill.metadata.get(OPTIMISED_AT))
             fresh = [risk.feedback[i] for i in fresh_signals([f.created_at for f in risk.feedback], since)]
             if fresh:
                 out[risk.skill.name] = Candidate(risk.skill, fresh)
-        for skill in self.skills.live(ctx.agent_id):
-            sparse = is_sparse(skill.content, skill.created_at, now, chars=cfg.sparse_chars, days=cfg.sparse_days)
-            if not needs_expansion(sparse, parse_moment(skill.metadata.get(OPTIMISED_AT)), skill.updated_at):
+        for skill in self.skills.sparse(ctx.agent_id):
+            if not needs_expansion(True, parse_version(skill.metadata.get(OPTIMISED_VERSION)), skill.version):
                 continue
             if skill.name in out:
                 out[skill.name].sparse = True
@@ -159,15 +167,14 @@ class SkillOptimisationPass:
             ]
         )
 
-    def _save(self, ctx: PassContext, skill: Skill, item: OptimisedSkill) -> bool:
+    def _save(self, ctx: PassContext, skill: Skill, item: OptimisedSkill, live: set[str]) -> bool:
         see_also = None
         if item.see_also is not None:
-            live = {s.name for s in self.skills.live(ctx.agent_id)}
             see_also = [n for n in dict.fromkeys(item.see_also) if n in live and n != skill.name]
             bump(
                 ctx, "unknown_names", len(dict.fromkeys(item.see_also)) - len(see_also) - (skill.name in item.see_also)
             )
-        metadata = {OPTIMISED_AT: ctx.now().isoformat(), "source": SOURCE}
+        metadata = {**_optimised(ctx, skill), "source": SOURCE}
         try:
             self.skills.save(
                 ctx.agent_id, skill.name, item.summary.strip(), item.content.strip(), see_also=see_also,
@@ -186,10 +193,18 @@ class SkillOptimisationPass:
         try:
             self.skills.save(
                 ctx.agent_id, skill.name, skill.summary, skill.content,
-                metadata={OPTIMISED_AT: ctx.now().isoformat()}, expected_version=skill.version,
+                metadata=_optimised(ctx, skill), expected_version=skill.version,
             )  # fmt: skip
         except (ValidationError, NotFound, Conflict) as exc:  # changed meanwhile: shown again next cycle
             log.info("DreamService: could not mark skill %r reviewed — %s", skill.name, exc)
+
+
+def _optimised(ctx: PassContext, skill: Skill) -> dict[str, object]:
+    """The bookkeeping a save of ``skill`` by this pass carries: when (the failure signals older than that are
+    spent) and the version the save writes — exactly ``skill.version + 1``, as the save is compare-and-set on
+    ``skill.version`` and every write moves the version by one — so an untouched sparse skill is not shown
+    again however the clock moves, and any later write (a newer version) shows it again."""
+    return {OPTIMISED_AT: ctx.now().isoformat(), OPTIMISED_VERSION: skill.version + 1}
 
 
 def _signal(signal: Feedback) -> str:

@@ -14,24 +14,19 @@ Invariants:
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reverie.core import validate
 from reverie.core.execution_patterns import WINDOW_DAYS, ToolSummary, summarise_tools
-from reverie.dream.passes.base import Capability, PassContext, PassReport
-from reverie.errors import LLMError, ValidationError
-from reverie.llm.base import MALFORMED_ANSWER, Message
+from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none
+from reverie.dream.passes.mining import Outcomes, clean_tags, save_learned
+from reverie.llm.base import Message
 from reverie.memory.longterm import LongTermMemory
 from reverie.prompts import read_prompt
 from reverie.skills.activity_logs import ToolCallLog
-from reverie.types import Scope
-
-log = logging.getLogger("reverie.dream")
 
 DIRECTIVE = "tool-success-dream.md"
 PASS_NAME = "tool_success"
@@ -58,16 +53,24 @@ class ToolSuccessAnswer(BaseModel):
 class _Tally:
     calls: int = 0
     tools_shown: int = 0
-    created: int = 0
-    reinforced: int = 0
-    extended: int = 0
     ignored_tools: int = 0
-    blank: int = 0
-    refused: int = 0
+    overlong: int = 0  # lessons over MAX_LESSON_CHARS: counted as blank
     malformed: int = 0
+    saves: Outcomes = field(default_factory=Outcomes)  # what the saves did (``mining.save_learned``)
 
     def counts(self) -> dict[str, int]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        saves = self.saves
+        return {
+            "calls": self.calls,
+            "tools_shown": self.tools_shown,
+            "created": saves.created,
+            "reinforced": saves.reinforced,
+            "extended": saves.extended,
+            "ignored_tools": self.ignored_tools,
+            "blank": saves.blank + self.overlong,
+            "refused": saves.invalid,
+            "malformed": self.malformed,
+        }
 
 
 def tool_category(tool: str) -> str:
@@ -110,8 +113,9 @@ class ToolSuccessPass:
             ctx.ledger.stamp(agent, PASS_NAME, max(r.at for r in records))
         report.counts = tally.counts()
         report.summary = (
-            f"tool-success learning — {tally.calls} calls, {tally.tools_shown} tools shown, saved {tally.created}, "
-            f"reinforced {tally.reinforced}, extended {tally.extended}, {tally.ignored_tools} unknown tools ignored"
+            f"tool-success learning — {tally.calls} calls, {tally.tools_shown} tools shown, saved "
+            f"{tally.saves.created}, reinforced {tally.saves.reinforced}, extended {tally.saves.extended}, "
+            f"{tally.ignored_tools} unknown tools ignored"
         )
         return report
 
@@ -126,55 +130,31 @@ class ToolSuccessPass:
             ]
         )
         messages = [Message.system(read_prompt(DIRECTIVE, ctx.home)), Message.user(prompt)]
-        try:
-            answer, _ = ctx.ask(messages, ToolSuccessAnswer, purpose="dream.tool_success")
-        except LLMError as exc:
-            if exc.reason not in MALFORMED_ANSWER:
-                raise
-            tally.malformed += 1
-            log.warning("DreamService: tool-success answer unusable (%s); retried next cycle", exc)
+        answer = ask_or_none(ctx, messages, ToolSuccessAnswer, "dream.tool_success")
+        if answer is None:
+            tally.malformed += 1  # the report's counts are rebuilt from the tally
             return
         shown = {s.tool: s for s in summaries}
         for lesson in answer.to_save:
             summary = shown.get(lesson.tool)
-            content = lesson.content.strip()
             if summary is None:
                 tally.ignored_tools += 1
-            elif not content or len(content) > MAX_LESSON_CHARS:
-                tally.blank += 1
+            elif len(lesson.content.strip()) > MAX_LESSON_CHARS:
+                tally.overlong += 1
             else:
-                self._save(ctx, lesson, content, summary, tally)
+                self._save(ctx, lesson, summary, tally)
 
-    def _save(self, ctx: PassContext, lesson: Lesson, content: str, summary: ToolSummary, tally: _Tally) -> None:
-        try:
-            tags = validate.tags(lesson.tags or [])
-        except ValidationError:
-            tags = ()
+    def _save(self, ctx: PassContext, lesson: Lesson, summary: ToolSummary, tally: _Tally) -> None:
         metadata = {
             "calls": summary.calls,
             "success_rate": round(summary.success_rate, 3),
             "window_days": self.window_days,
             "pass": PASS_NAME,
         }
-        try:
-            saved = self.memory.save_internal(
-                content,
-                scope=Scope(agent_id=ctx.agent_id),
-                category=tool_category(summary.tool),
-                tags=tuple(dict.fromkeys([*tags, CATEGORY_ROOT])),
-                source="inferred",
-                metadata=metadata,
-            )
-        except ValidationError as exc:
-            log.warning("DreamService: tool-success lesson for %s refused: %s", summary.tool, exc)
-            tally.refused += 1
-            return
-        if saved.outcome == "reinforced":
-            tally.reinforced += 1
-        elif saved.outcome == "extended":
-            tally.extended += 1
-        else:
-            tally.created += 1
+        save_learned(
+            ctx, self.memory, lesson.content, category=tool_category(summary.tool),
+            tags=clean_tags(lesson.tags, CATEGORY_ROOT), metadata=metadata, outcomes=tally.saves,
+        )  # fmt: skip
 
 
 def _render(summary: ToolSummary) -> str:
