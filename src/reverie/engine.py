@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -15,6 +16,7 @@ from reverie import service_configs, usage_report
 from reverie.audit import MemoryAudit
 from reverie.clock import Clock, SystemClock
 from reverie.core.coverage import Vocabulary, load_vocabulary
+from reverie.core.stance_vocabulary import STANCE_FILE_NAME, load_stance_vocabulary
 from reverie.dream.activity import ActivityTracker
 from reverie.dream.ledger import DreamPassLedger
 from reverie.dream.passes.base import Capability
@@ -95,7 +97,7 @@ class Reverie:
         self.settings = settings
         aging = service_configs.aging_config(settings)  # a bad [decay] section fails before anything is opened
         extraction = parts.extraction_mode(settings)  # so does "llm" extraction without an LLM
-        self._vocabulary: tuple[tuple[int, int] | None, Vocabulary] | None = None
+        self._vocabulary: tuple[tuple[tuple[int, int] | None, ...], Vocabulary] | None = None
         self.clock: Clock = clock or SystemClock()
         self.store: Store = parts.store(settings, self.clock)
         try:
@@ -127,7 +129,11 @@ class Reverie:
             vectors=self._vector_backend,
         )
         self.aging = Aging(
-            self.store, self.clock, aging, model=self.embedder.model_id if self.embedder is not None else None
+            self.store,
+            self.clock,
+            aging,
+            model=self.embedder.model_id if self.embedder is not None else None,
+            vocabulary=self.coverage_vocabulary,
         )
         self.dedup = Deduplicator(
             self.store,
@@ -365,17 +371,15 @@ class Reverie:
 
     def coverage_vocabulary(self) -> Vocabulary:
         """The merge coverage vocabulary: ``<home>/merge-coverage-vocabulary.json`` when present, else the
-        built-in baseline. An edited file takes effect at the next use (seed 001); it is parsed again only
-        when its modification time or size changes, so a save does not read the file each time."""
-        path = self.settings.home / VOCABULARY_FILE
-        try:
-            stat = path.stat()
-            key: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
-        except OSError:
-            key = None
+        built-in baseline, carrying the stance vocabulary (``<home>/stance-vocabulary.json`` over the
+        built-in languages). An edited file takes effect at the next use (seed 001); the files are parsed
+        again only when their modification time or size changes, so a save does not read them each time."""
+        paths = (self.settings.home / VOCABULARY_FILE, self.settings.home / STANCE_FILE_NAME)
+        key = tuple(_file_key(path) for path in paths)
         cached = self._vocabulary
         if cached is None or cached[0] != key:
-            cached = (key, load_vocabulary(path))
+            coverage = load_vocabulary(paths[0])
+            cached = (key, replace(coverage, stance=load_stance_vocabulary(paths[1])))
             self._vocabulary = cached
         return cached[1]
 
@@ -502,3 +506,12 @@ def open(  # noqa: A001
         overrides["store"] = {**(overrides.get("store") or {}), "url": store_url(target)}
     home.mkdir(parents=True, exist_ok=True)
     return Reverie(load_settings(home, overrides), clock=clock, reindex=reindex)
+
+
+def _file_key(path: Path) -> tuple[int, int] | None:
+    """A file's modification time and size (None when it is missing): a cache key that changes on edit."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size

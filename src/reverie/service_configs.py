@@ -44,6 +44,7 @@ def aging_config(settings: Settings) -> AgingConfig:
             compact_cold_episodic=d.compact_cold_episodic,
             dedup_cold_clusters=d.dedup_cold_clusters,
             cluster_similarity=settings.memory.dedupe_similarity_threshold,
+            on_contradiction=settings.memory.on_contradiction,
         )
     except ValueError as exc:
         raise ConfigError(f"[decay]: {exc}") from exc
@@ -56,6 +57,7 @@ def dedup_config(settings: Settings) -> DedupConfig:
         similarity_threshold=m.dedupe_similarity_threshold,
         lexical_threshold=m.dedupe_lexical_similarity_threshold,
         max_extended_chars=m.dedupe_max_extended_content_length,
+        on_contradiction=m.on_contradiction,
     )
 
 
@@ -147,6 +149,7 @@ def consolidation_config(settings: Settings) -> ConsolidationConfig:
         related_per_entry=d.consolidation_related_per_entry,
         protect_importance=m.pruning_protection_importance,
         protect_reinforcement=m.pruning_protection_reinforcement_count,
+        on_contradiction=m.on_contradiction,
     )
 
 

@@ -56,6 +56,11 @@ class MemorySettings(_Section):
     dedupe_similarity_threshold: float = Field(0.88, ge=0, le=1, description="cosine for a semantic match")
     dedupe_lexical_similarity_threshold: float = Field(0.6, ge=0, le=1, description="token Jaccard for a match")
     dedupe_max_extended_content_length: int = Field(2000, ge=1, description="an extension past this creates")
+    # A save (or a fold, a merge) that contradicts an entry (core.stance): the newer is the current belief
+    # and the older is kept as superseded, or both stay current.
+    on_contradiction: Literal["supersede", "keep_both"] = Field(
+        "supersede", description="supersede: the newer belief is current, the older kept; keep_both: both current"
+    )
     # Background expansion of saves into focused facts (seed 000's save_memory enrichment); needs an LLM.
     expansion_enabled: bool = Field(True, description="with an LLM, expand each save into focused facts")
     expansion_background: bool = Field(True, description="expand in a background thread; false: rv.expand_pending()")

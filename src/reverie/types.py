@@ -50,6 +50,10 @@ class Tier(StrEnum):
     PROCEDURAL = "procedural"
 
 
+VALID_TO = "validTo"  # metadata: when a contradicted entry stopped being the current belief
+SUPERSEDES = "supersedes"  # metadata: the ids of the entries a contradicting entry superseded
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Whose memory this is. Every entry and every query carries one.
@@ -109,6 +113,19 @@ class MemoryEntry:
         return self.archived_at is not None
 
     @property
+    def current(self) -> bool:
+        """Neither archived nor superseded: what search shows and what deduplication and the dream compare
+        with. An entry a later one contradicted keeps ``superseded_by`` without being archived."""
+        return self.archived_at is None and self.superseded_by is None
+
+    @property
+    def valid_to(self) -> str | None:
+        """When this entry stopped being the current belief (``metadata.validTo``, ISO 8601): set when a
+        later entry contradicted it; None while it holds."""
+        value = self.metadata.get(VALID_TO)
+        return value if isinstance(value, str) else None
+
+    @property
     def source(self) -> str | None:
         """Provenance (``user``, ``tool:<name>``, ``inferred``) or None when unknown."""
         value = self.metadata.get("source")
@@ -128,6 +145,7 @@ class Change(StrEnum):
     REINFORCED = "reinforced"  # the same fact seen again: counters move, the text does not
     EXTENDED = "extended"  # a restatement with new specifics appended to the text
     SUPERSEDED = "superseded"  # folded into another entry (``superseded_by``), archived
+    CONTRADICTED = "contradicted"  # a later entry contradicts it (``superseded_by``, ``validTo``), not archived
     COMPACTED = "compacted"  # a cold entry's prose dropped by the forget sweep (its keep-tokens kept)
     HOUSEKEEPING = "housekeeping"
 
@@ -153,17 +171,45 @@ class EntryVersion:
 
 
 @dataclass(frozen=True, slots=True)
+class Contradiction:
+    """A save met an earlier entry that says the opposite (``core.stance``): its id and text, how the
+    stances differ (``kind``: negation, antonym, order, time; ``evidence``: the words), and whether the
+    earlier entry is now superseded by the new one (false under ``on_contradiction = "keep_both"``)."""
+
+    entry_id: str
+    content: str
+    kind: str
+    evidence: tuple[str, ...]
+    superseded: bool
+
+    def message(self) -> str:
+        """What the caller is told, naming both texts' ids."""
+        said = self.content if len(self.content) <= 80 else self.content[:79] + "…"
+        why = f"{self.kind}: {' / '.join(self.evidence)}"
+        if self.superseded:
+            return (
+                f"this contradicts [{self.entry_id}] ('{said}'; {why}); saved as the current belief, "
+                "the earlier entry is kept as superseded"
+            )
+        return f"this contradicts [{self.entry_id}] ('{said}'; {why}); both are kept as current (keep_both)"
+
+
+@dataclass(frozen=True, slots=True)
 class SaveResult:
     """What a save did (seed 000's save-time deduplication).
 
     ``outcome``: ``created`` (a new entry), ``reinforced`` (an existing entry already said it: its counters
-    moved, its text did not) or ``extended`` (an existing entry took the new specifics). ``entry`` is the
-    entry the fact now lives in, so ``id`` is the id to use either way.
+    moved, its text did not), ``extended`` (an existing entry took the new specifics) or ``superseded`` (a
+    new entry that contradicts an existing one and is now the current belief; the earlier entry is kept,
+    ``superseded_by`` the new one). ``entry`` is the entry the fact now lives in, so ``id`` is the id to use
+    either way. ``contradiction`` names the earlier entry a contradicting save met (also with
+    ``memory.on_contradiction = "keep_both"``, where the outcome is ``created``).
     """
 
     outcome: str
     entry: MemoryEntry
     notes: tuple[str, ...] = ()
+    contradiction: Contradiction | None = None
 
     @property
     def id(self) -> str:

@@ -161,7 +161,8 @@ def test_the_semantic_check_folds_a_paraphrase_after_embedding(rv_local: reverie
     kept = rv.memory.get(first.id)
     assert kept.reinforcement_count == 2 and kept.content == "Maya bought a new bicycle in Lisbon last March."
     assert [v.change for v in rv.memory.history(second.id)][-1] is Change.SUPERSEDED
-    assert rv.memory.restore(second.id).superseded_by == first.id  # restorable, never deleted
+    restored = rv.memory.restore(second.id)  # restorable, never deleted: current again, its history kept
+    assert restored.current and restored.superseded_by is None and restored.content == second.entry.content
 
 
 def test_the_semantic_check_keeps_twins_apart(rv_local: reverie.Reverie) -> None:

@@ -29,6 +29,7 @@ from reverie.api.schemas import (
 )
 from reverie.core.validate import MAX_QUERY_CHARS
 from reverie.recall.hybrid import MODES
+from reverie.tools.base import contradiction_data
 from reverie.types import EntryVersion, SearchResults, Tier
 
 router = APIRouter(
@@ -51,10 +52,20 @@ class SaveIn(RequestModel):
     dedup: Flag = Field(True, description="fold a fact an entry already states into that entry")
 
 
+class ContradictionOut(BaseModel):
+    id: str = Field(description="the earlier entry the save contradicts")
+    content: str
+    kind: str = Field(description="negation, antonym, order or time")
+    evidence: list[str] = Field(description="the words on each side")
+    superseded: bool = Field(description="the earlier entry is now superseded by the new one")
+    message: str
+
+
 class SaveOut(BaseModel):
-    outcome: str = Field(description="created, reinforced or extended")
+    outcome: str = Field(description="created, reinforced, extended or superseded")
     entry: EntryOut
     notes: list[str]
+    contradicts: ContradictionOut | None = Field(None, description="the entry this save contradicts, if any")
 
 
 class EditIn(RequestModel):
@@ -129,7 +140,8 @@ def save_entry(
 ) -> SaveOut:
     """Save a fact in the agent's memory (scoped to ``user_id`` / ``session_id`` when given). Save-time
     deduplication may fold it into an entry that already says it: ``outcome`` says which, and ``entry`` is
-    where the fact now lives."""
+    where the fact now lives. A save that contradicts an entry is ``superseded``: a new entry, the current
+    belief, with the earlier one (kept, superseded) in ``contradicts``."""
     saved = rv.memory.save(
         body.content,
         category=body.category,
@@ -142,7 +154,11 @@ def save_entry(
         scope=scope_of(agent, user_id, session_id),
         dedup=body.dedup,
     )
-    return SaveOut(outcome=saved.outcome, entry=entry_out(saved.entry), notes=list(saved.notes))
+    found = saved.contradiction
+    contradicts = None if found is None else ContradictionOut(**contradiction_data(found))
+    return SaveOut(
+        outcome=saved.outcome, entry=entry_out(saved.entry), notes=list(saved.notes), contradicts=contradicts
+    )
 
 
 @router.get("/entries", response_model=BrowseOut, summary="Browse: recent entries and the taxonomy")

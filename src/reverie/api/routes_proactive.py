@@ -79,7 +79,7 @@ class RememberedOut(BaseModel):
     content: str
     category: str
     scope: str = Field(description="user, agent or session")
-    outcome: str = Field(description="created, reinforced or extended (the save pipeline's deduplication)")
+    outcome: str = Field(description="created, reinforced, extended or superseded (the save pipeline's deduplication)")
     confidence: float
     kv: bool = Field(description="copied to the agent's key-value memory as memory:{id} (agent-wide only)")
     graph: bool = Field(description="queued for the knowledge graph's extraction (agent-wide only)")

@@ -19,6 +19,7 @@ from reverie.bench.latency import BACKENDS, DEFAULT_WARMUP, SERIAL, LatencyRepor
 from reverie.bench.locomo import load_locomo
 from reverie.bench.longrun import format_report, run_longrun
 from reverie.bench.recall import DEFAULT_KS, MODES, ModeResult, RecallReport, run_recall
+from reverie.bench.truth import TruthReport, run_truth
 from reverie.cli.common import JsonOption, console, emit_json, err_console, fail
 from reverie.errors import ReverieError, ValidationError
 
@@ -148,6 +149,26 @@ def dedup(
         emit_json(report)
     else:
         render_dedup(report)
+
+
+@app.command()
+def truth(
+    facts: int = typer.Option(200, "--facts", help="Durable facts, each contradicted once later."),
+    restated: int = typer.Option(3, "--restated", help="Saves per fact before its contradiction."),
+    twins: int = typer.Option(40, "--twins", help="Twins: the same statement about someone else."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Contradiction traffic: is a correction ever swallowed, and is the current belief what recall shows?"""
+    try:
+        if facts < 1 or restated < 1 or twins < 0 or twins > facts:
+            raise ValidationError("--facts and --restated must be at least 1, --twins 0 to --facts", field="facts")
+        report = run_truth(facts=facts, restated=restated, twins=twins, progress=_progress)
+    except ReverieError as exc:
+        fail(exc)
+    if as_json:
+        emit_json(report)
+    else:
+        render_truth(report)
 
 
 @app.command()
@@ -325,5 +346,39 @@ def render_dedup(report: DedupReport) -> None:
             _rate(run.save_rate),
         )  # fmt: skip
     _print_table(table)
+    for note in report.notes:
+        console.print(f"[dim]note: {escape(note)}[/]")
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count}/{total} ({100.0 * count / total:.1f}%)" if total else "-"
+
+
+def render_truth(report: TruthReport) -> None:
+    console.print(
+        f"[bold]truth[/]: {report.facts:,} facts x {report.restated} saves, each contradicted once, "
+        f"{report.twins} twins, model {escape(str(report.model))}"
+    )
+    table = Table(title="stance check on vs off (same saves)", title_justify="left", box=box.SIMPLE_HEAD)
+    names = ("stance check", "false reinforcements", "findable by id", "findable by search", "current above",
+             "superseded kept", "restated live", "twins apart", "new belief reinforced", "saves/s")  # fmt: skip
+    for name in names:
+        table.add_column(name, justify="right")
+    for run in report.runs:
+        n = run.contradictions
+        table.add_row(
+            "on" if run.stance_check else "off", str(run.false_reinforcements), _share(run.findable_by_id, n),
+            _share(run.findable_by_search, n), _share(run.current_above, n), _share(run.superseded_kept, n),
+            f"{run.restated_live:,}", _share(run.twins_apart, report.twins),
+            _share(run.new_belief_reinforced, run.new_belief_restated), _rate(run.save_rate),
+        )  # fmt: skip
+    _print_table(table)
+    for run in report.runs:
+        kinds = ", ".join(
+            f"{kind} {t.get('false_reinforcements', 0)}/{t.get('contradictions', 0)} swallowed, "
+            f"{t.get('current_above', 0)} current above"
+            for kind, t in run.by_kind.items()
+        )
+        console.print(f"[dim]stance check {'on' if run.stance_check else 'off'} by kind: {escape(kinds)}[/]")
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/]")

@@ -26,6 +26,10 @@ def entry_line(entry: MemoryEntry, now: datetime, *, score: float | None = None)
         extras.append(f"source={entry.source}")
     if entry.archived:
         extras.append("archived")
+    elif entry.superseded_by is not None:
+        extras.append(
+            f"superseded by {entry.superseded_by}" + (f" since {entry.valid_to[:10]}" if entry.valid_to else "")
+        )
     if score is not None:
         extras.append(f"score={score:.3g}")
     return (
@@ -51,12 +55,16 @@ def hits(results: list[SearchHit], now: datetime, query: str) -> None:
 
 
 def finding_line(finding: LintFinding) -> str:
-    """``newer`` (newer) vs ``older`` in a category: what each says that the other does not."""
-    return (
+    """``newer`` (newer) vs ``older`` in a category: what each says that the other does not (a replaced
+    detail, or the stance words); a superseded pair says which entry superseded which."""
+    head = (
         f"[cyan]{finding.newer_id}[/] (newer) vs [cyan]{finding.older_id}[/] [magenta]({escape(finding.category)})[/]:"
-        f" {escape(', '.join(finding.newer_specifics))} vs {escape(', '.join(finding.older_specifics))}"
-        f" [dim]— {finding.measure} {finding.similarity:.2f}[/]"
     )
+    said = f" {escape(', '.join(finding.newer_specifics))} vs {escape(', '.join(finding.older_specifics))}"
+    if finding.kind == "superseded":
+        return f"{head}{said} [dim]— {escape(finding.measure)}: {finding.older_id} kept as superseded[/]"
+    label = " [yellow]stance[/]" if finding.kind == "stance" else ""
+    return f"{head}{label}{said} [dim]— {finding.measure} {finding.similarity:.2f}[/]"
 
 
 def lint_report(report: LintReport) -> None:
@@ -64,9 +72,13 @@ def lint_report(report: LintReport) -> None:
         console.print(finding_line(finding))
     noun = "pair" if len(report.findings) == 1 else "pairs"
     console.print(
-        f"{len(report.findings)} {noun} about the same topic that disagree, among {report.examined} live entries"
-        " (advisory: nothing was changed)."
+        f"{len(report.findings)} live {noun} about the same topic that disagree, among {report.examined} live"
+        " entries (advisory: nothing was changed)."
     )
+    if report.superseded:
+        console.print("[bold]superseded[/] (a later entry contradicts the earlier one; both kept):")
+        for finding in report.superseded:
+            console.print(finding_line(finding))
     if report.truncated:
         console.print("[yellow]note:[/] more entries than examined; raise --limit or narrow --category.")
 
@@ -96,6 +108,8 @@ def explanation(result: Explanation) -> None:
         rows.append(("pinned", "yes"))
     if entry.archived:
         rows.append(("archived", _when(entry.archived_at)))
+    if entry.valid_to is not None:
+        rows.append(("valid until", f"{entry.valid_to} (a later entry contradicts it)"))
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()

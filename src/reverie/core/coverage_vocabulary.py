@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY, StanceVocabulary
+
 log = logging.getLogger("reverie.coverage")
 
 ROUTING_EXEMPT_CATEGORY = "anti-patterns/routing"
@@ -90,6 +92,9 @@ class Vocabulary:
     extra_common_words: frozenset[str] = frozenset()
     always_specific_words: frozenset[str] = frozenset()
     numeric_exempt_categories: tuple[str, ...] = (ROUTING_EXEMPT_CATEGORY,)
+    # The stance words (core.stance), read from their own file (stance-vocabulary.json) and carried here so
+    # every check that asks "do these texts say the same thing" has them with the coverage lists.
+    stance: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
 
     def __post_init__(self) -> None:
         # Normalised here rather than trusted from callers, so every construction path keeps the invariants.

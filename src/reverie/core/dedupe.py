@@ -8,10 +8,13 @@ specifics decide what to do with it:
 - extend: the new text adds specifics and drops none of the existing ones (a more detailed restatement):
   it is appended;
 - distinct: each side has a specific the other lacks (a name, a number or a date was *replaced*: a
-  near-miss twin, a different fact), or the extension would be too long: it becomes its own entry.
+  near-miss twin, a different fact), or the extension would be too long: it becomes its own entry;
+- contradict: it would reinforce or extend, but the two texts differ in stance (``core.stance``: one negates,
+  reverses, flips or moves in time what the other says): a changed belief, saved as its own entry.
 
-Invariant: a verdict never loses a specific. Reinforce is only returned when the existing text covers the
-candidate (the merge coverage check); extend keeps both texts whole.
+Invariant: a verdict never loses a specific or a stance. Reinforce is only returned when the existing text
+covers the candidate (the merge coverage check) and says it with the same stance; extend keeps both texts
+whole. A candidate whose stance cannot be read (no word at all) never reinforces unless it is the same text.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 
-from reverie.core.coverage import CoverageSource, Vocabulary, check_coverage
+from reverie.core.coverage import CoverageSource, SpecificKind, Vocabulary, check_coverage, lowercase_words, specifics
+from reverie.core.stance import StanceDifference, parse_failed, same_text, stance_difference, topic_words
 from reverie.core.text import STOPWORDS
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -33,6 +37,7 @@ class Verdict(StrEnum):
     REINFORCE = "reinforce"
     EXTEND = "extend"
     DISTINCT = "distinct"
+    CONTRADICT = "contradict"
 
 
 def content_tokens(text: str) -> frozenset[str]:
@@ -74,10 +79,12 @@ def case_carries_signal(text: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A verdict, and the candidate's text as it should be appended on ``EXTEND`` (respelt in the existing
-    entry's casing when its own casing carried no signal, so the entry reads consistently)."""
+    entry's casing when its own casing carried no signal, so the entry reads consistently); on
+    ``CONTRADICT``, how the stances differ."""
 
     verdict: Verdict
     text: str
+    stance: StanceDifference | None = None
 
 
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
@@ -127,12 +134,55 @@ def decide(existing: str, candidate: str, *, category: str | None, vocabulary: V
     so it never reinforces on the coverage check alone: with new words it extends (its text is kept) or,
     when it lacks a specific of the existing entry, stays distinct. The stored text is never re-cased.
     """
+    if same_text(existing, candidate):
+        return Decision(Verdict.REINFORCE, candidate)  # an empty or whitespace-only difference
+    if parse_failed(candidate):
+        return Decision(Verdict.DISTINCT, candidate)  # no stance to compare: new, never a reinforcement
     signal = case_carries_signal(candidate)
     existing_signal = any(case_carries_signal(p) for p in existing.split("\n\n"))
+    original = existing
     existing, normalised = normalise_case([existing, candidate])
     appended = normalised if existing_signal else candidate
     verdict = _verdict(existing, normalised, category, vocabulary, signals=(existing_signal, signal))
-    return Decision(verdict, appended)
+    closest = closest_paragraph(original, candidate, vocabulary)
+    difference = stance_difference(closest, candidate, vocabulary.stance)
+    if difference is None:
+        return Decision(verdict, appended)
+    if verdict is Verdict.DISTINCT and not same_specifics(closest, candidate, category, vocabulary):
+        return Decision(verdict, appended)  # a different fact (a specific replaced): both stay, unlinked
+    return Decision(Verdict.CONTRADICT, candidate, difference)
+
+
+def same_specifics(existing: str, candidate: str, category: str | None, vocabulary: Vocabulary) -> bool:
+    """Whether neither text names a specific (a name, an acronym, a number, a date) the other lacks, compared
+    without case: "daniel is allergic to shellfish." and "Daniel isn't allergic to shellfish" name the same
+    person even though the first text's casing cannot show it (so ``_verdict`` keeps such a pair apart to be
+    safe), while "Maya …" against "daniel …" names someone else."""
+    if Counter(_NUMBER.findall(existing)) != Counter(_NUMBER.findall(candidate)):
+        return False
+    existing, candidate = normalise_case([existing, candidate])  # a SHOUTED text is not a row of acronyms
+    words = {w.lower() for w in _TOKEN.findall(existing)}, {w.lower() for w in _TOKEN.findall(candidate)}
+    for text, other in ((existing, words[1]), (candidate, words[0])):
+        for specific in specifics(text, category=category, vocabulary=vocabulary):
+            if not {w.lower() for w in _TOKEN.findall(specific.text)} <= other:
+                return False
+    return True
+
+
+def closest_paragraph(existing: str, candidate: str, vocabulary: Vocabulary) -> str:
+    """The paragraph of ``existing`` (an extended entry holds several) that shares most topic words with
+    ``candidate``: the stance to compare with is that paragraph's, not the whole entry's."""
+    paragraphs = [p for p in existing.split("\n\n") if p.strip()]
+    if len(paragraphs) <= 1:
+        return existing
+    wanted = topic_words(candidate, vocabulary.stance)
+
+    def shared(paragraph: str) -> float:
+        words = topic_words(paragraph, vocabulary.stance)
+        union = words | wanted
+        return len(words & wanted) / len(union) if union else 0.0
+
+    return max(paragraphs, key=shared)
 
 
 def _verdict(
@@ -141,8 +191,9 @@ def _verdict(
     new_numbers, lost_numbers = _number_change(existing, candidate)
     if new_numbers and lost_numbers:
         return Verdict.DISTINCT
+    added_names, dropped_names = _name_change(existing, candidate, category, vocabulary)
     new_words = _words(candidate) - _words(existing)
-    if not new_words and not new_numbers:
+    if not new_words and not new_numbers and not added_names:
         return Verdict.REINFORCE  # nothing the existing text does not already say, in any case
     existing_signal, candidate_signal = signals
     # A new word with a symbol in it ("C++", "-5", "v2.1") is a specific the coverage check cannot see.
@@ -150,7 +201,7 @@ def _verdict(
     # Both texts are sources of the check, so each one's lower-case words are corpus evidence (seed 001):
     # "Code" opening the candidate is an ordinary word when the existing text says "code".
     both = [CoverageSource(candidate, category), CoverageSource(existing, category)]
-    covered = check_coverage(both, existing, vocabulary=vocabulary).ok and not new_numbers
+    covered = check_coverage(both, existing, vocabulary=vocabulary).ok and not new_numbers and not added_names
     if candidate_signal and not symbols and covered:
         return Verdict.REINFORCE
     if candidate_signal and not existing_signal:
@@ -160,7 +211,7 @@ def _verdict(
     covers_existing = check_coverage(both, candidate, vocabulary=vocabulary).ok
     # The candidate has (or may have) specifics the existing text lacks. If it also lacks one of the
     # existing text's, a specific was replaced, not added: a different fact.
-    return Verdict.EXTEND if covers_existing and not lost_numbers else Verdict.DISTINCT
+    return Verdict.EXTEND if covers_existing and not lost_numbers and not dropped_names else Verdict.DISTINCT
 
 
 def _number_change(existing: str, candidate: str) -> tuple[bool, bool]:
@@ -174,6 +225,27 @@ def _number_change(existing: str, candidate: str) -> tuple[bool, bool]:
         adds, drops = bool(wanted - held), bool(held - wanted)
         best = min(best, (adds and drops, adds, drops))
     return best[1], best[2]
+
+
+def _name_change(existing: str, candidate: str, category: str | None, vocabulary: Vocabulary) -> tuple[bool, bool]:
+    """Names and acronyms counted (the coverage check compares sets; "Amara met Tomas" replaced a Tomas of
+    "Tomas met Tomas"): does the candidate write one more often than every paragraph, or fewer than one?"""
+    corpus = lowercase_words([candidate, existing])
+
+    def counts(text: str) -> tuple[Counter[str], Counter[str]]:  # every word, and the names among them
+        words = Counter(_TOKEN.findall(text))
+        found = specifics(text, category=category, vocabulary=vocabulary, corpus_lowercase=corpus)
+        names = {s.text for s in found if s.kind is not SpecificKind.NUMBER and s.date is None}
+        return words, Counter({name: words[name] for name in names})
+
+    words, names = counts(candidate)
+    held_words: Counter[str] = Counter()
+    held_names: Counter[str] = Counter()
+    for paragraph in existing.split("\n\n"):
+        paragraph_words, paragraph_names = counts(paragraph)
+        held_words |= paragraph_words
+        held_names |= paragraph_names
+    return bool(names - held_words), bool(held_names - words)
 
 
 def extend_text(existing: str, candidate: str) -> str:

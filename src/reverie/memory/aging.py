@@ -12,13 +12,17 @@ Invariants:
   archived, never deleted; every rewrite is a new version, restorable. An explicit expiry that has passed
   archives an entry even when it is pinned.
 - The retention score drives only this sweep; it never changes search ranking.
+- The sweep leaves superseded entries (a later entry contradicted them) alone: they are the only record of
+  a changed belief, so they never go cold into the archive and the purge. The cold fold never folds two
+  entries that differ in stance (``core.stance``); the older of such a pair is superseded by the newer
+  instead (``memory.contradiction``), unless ``on_contradiction`` is ``keep_both``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -36,7 +40,10 @@ from reverie.core.aging import (
     retention_score,
 )
 from reverie.core.compaction import KEPT_PREFIX, compact, is_low_information, keep_tokens
+from reverie.core.coverage import DEFAULT_VOCABULARY, Vocabulary
+from reverie.core.stance import stance_difference
 from reverie.errors import ReverieError
+from reverie.memory.contradiction import SUPERSEDE, older_newer, supersede
 from reverie.storage.base import Store
 from reverie.types import Change, MemoryEntry, Tier
 
@@ -57,6 +64,7 @@ class AgingConfig:
     compact_cold_episodic: bool = False
     dedup_cold_clusters: bool = False
     cluster_similarity: float = 0.88  # cosine; the save-time deduplication threshold
+    on_contradiction: str = SUPERSEDE  # memory.contradiction
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +82,7 @@ class ForgetReport:
     compacted: tuple[str, ...]  # cold entries whose prose was dropped (a new version)
     expired: tuple[str, ...]  # entries whose explicit expiry passed (pinned ones too)
     superseded: tuple[str, ...] = ()  # cold near-duplicates folded into their cluster's survivor
+    contradicted: tuple[str, ...] = ()  # cold entries a newer one of their cluster contradicts (kept, superseded)
 
 
 class Aging:
@@ -88,13 +97,21 @@ class Aging:
     FLUSH_AT = 256
 
     def __init__(
-        self, store: Store, clock: Clock, config: AgingConfig | None = None, *, model: str | None = None
+        self,
+        store: Store,
+        clock: Clock,
+        config: AgingConfig | None = None,
+        *,
+        model: str | None = None,
+        vocabulary: Callable[[], Vocabulary] | None = None,
     ) -> None:
-        """``model``: the embedding model whose stored vectors cluster cold entries (None: no clustering)."""
+        """``model``: the embedding model whose stored vectors cluster cold entries (None: no clustering);
+        ``vocabulary``: the coverage and stance vocabulary (the built-in one when None)."""
         self._store = store
         self._clock = clock
         self.config = config or AgingConfig()
         self._model = model
+        self._vocabulary = vocabulary or (lambda: DEFAULT_VOCABULARY)
         self._reads: dict[str, list[datetime]] = {}
         self._reads_lock = threading.Lock()
         self._flush_lock = threading.Lock()  # one flush at a time
@@ -198,19 +215,23 @@ class Aging:
         compacted or archived."""
         self.flush_reads()
         now = self._clock.now()
-        live = list(self._live(agent_id))
+        live = [e for e in self._live(agent_id) if e.current]  # superseded entries never age out
         expired = [e for e in live if e.expires_at is not None and e.expires_at <= now]
         for entry in expired:
             self._store.facts.write(replace(entry, archived_at=now), change=Change.ARCHIVED, at=now)
         gone = {e.id for e in expired}
         cold = [e for e in live if e.id not in gone and self._ages(e) and self._cold(e, now)]
-        superseded = self._fold_clusters(cold, now) if self.config.dedup_cold_clusters else set()
+        superseded: set[str] = set()
+        contradicted: set[str] = set()
+        if self.config.dedup_cold_clusters:
+            superseded, contradicted = self._fold_clusters(cold, now)
         archived: list[str] = []
         compacted: list[str] = []
         for entry in cold:
-            if entry.id in superseded:
+            if entry.id in superseded or entry.id in contradicted:
                 continue
-            outcome = self._compact(self._store.facts.get(entry.id, entry.scope) or entry, now)
+            entry = self._store.facts.get(entry.id, entry.scope) or entry  # as the fold may have left it
+            outcome = self._compact(entry, now)
             if outcome == "compacted":
                 compacted.append(entry.id)
             elif outcome == "evict":
@@ -225,6 +246,7 @@ class Aging:
             compacted=tuple(compacted),
             expired=tuple(e.id for e in expired),
             superseded=tuple(sorted(superseded)),
+            contradicted=tuple(sorted(contradicted)),
         )
 
     def _cold(self, entry: MemoryEntry, now: datetime) -> bool:
@@ -234,30 +256,46 @@ class Aging:
     def _ages(entry: MemoryEntry) -> bool:
         return not entry.pinned and entry.tier not in (Tier.SEMANTIC, Tier.PROCEDURAL)
 
-    def _fold_clusters(self, cold: list[MemoryEntry], now: datetime) -> set[str]:
+    def _fold_clusters(self, cold: list[MemoryEntry], now: datetime) -> tuple[set[str], set[str]]:
         """Cluster cold entries (same agent and scope) whose stored vectors are within the similarity; the
         highest-scoring one survives and takes the others' keep-tokens; the others are superseded (archived,
-        pointing at it). Returns the superseded ids."""
+        pointing at it). A member that differs in stance from the survivor is never folded: the older of
+        the two is superseded by the newer, unarchived (``memory.contradiction``). Returns the folded ids and
+        the contradicted ones."""
         if self._model is None or len(cold) < 2:
-            return set()
+            return set(), set()
         vectors = self._vectors(cold)
         folded: set[str] = set()
+        contradicted: set[str] = set()
         ranked = sorted(cold, key=lambda e: (-self.score(e, now), e.created_at, e.id))
         for i, survivor in enumerate(ranked):
-            if survivor.id in folded or survivor.id not in vectors:
+            if survivor.id in folded or survivor.id in contradicted or survivor.id not in vectors:
                 continue
-            members = [
+            near = [
                 other
                 for other in ranked[i + 1 :]
                 if other.id not in folded
+                and other.id not in contradicted
                 and other.id in vectors
                 and other.scope == survivor.scope
                 and float(vectors[survivor.id] @ vectors[other.id]) >= self.config.cluster_similarity
             ]
-            if members:
+            members = [m for m in near if not self._contradicts(survivor, m, now, contradicted)]
+            if members and survivor.id not in contradicted:
                 self._absorb(survivor, members, now)
                 folded.update(m.id for m in members)
-        return folded
+        return folded, contradicted
+
+    def _contradicts(self, a: MemoryEntry, b: MemoryEntry, now: datetime, contradicted: set[str]) -> bool:
+        """Whether ``a`` and ``b`` differ in stance; if so the older is superseded by the newer (unless
+        ``keep_both``) and, either way, left out of the fold."""
+        difference = stance_difference(a.content, b.content, self._vocabulary().stance)
+        if difference is None:
+            return False
+        older, newer = older_newer(a, b)
+        if supersede(self._store, older, newer, difference, now, mode=self.config.on_contradiction).superseded:
+            contradicted.add(older.id)
+        return True
 
     def _vectors(self, entries: list[MemoryEntry]) -> dict[str, npt.NDArray[np.float32]]:
         assert self._model is not None
@@ -270,6 +308,7 @@ class Aging:
         return out
 
     def _absorb(self, survivor: MemoryEntry, members: list[MemoryEntry], now: datetime) -> None:
+        survivor = self._store.facts.get(survivor.id, survivor.scope) or survivor  # a supersession may have marked it
         held = set(keep_tokens(survivor.content))
         extra: list[str] = []
         for member in members:

@@ -10,7 +10,10 @@ and the same top-level category:
   sees through ``get``. Entries wait for this check in the store (``fold_pending``), so a restart, another
   process or a re-embedding after a model change neither loses nor repeats it.
 
-``core.dedupe.decide`` and the merge coverage check then choose reinforced, extended or created.
+``core.dedupe.decide`` and the merge coverage check then choose reinforced, extended or created; a pair that
+differs in stance (``core.stance``: a negation, an antonym, a flipped comparison, a moved time) is a changed
+belief, never a restatement: the new text is its own entry and, with ``on_contradiction = "supersede"``, the
+current one, the older kept as superseded (``memory.contradiction``).
 
 Invariants: nothing is lost (reinforce only when the existing text covers the new one; extend keeps
 both texts; a folded entry is archived, never deleted, and restorable); a reinforcement leaves
@@ -33,10 +36,12 @@ import numpy as np
 from reverie.clock import Clock
 from reverie.core import text
 from reverie.core.coverage import Vocabulary, category_matches
-from reverie.core.dedupe import Verdict, decide, extend_text, jaccard, top_category
+from reverie.core.dedupe import Decision, Verdict, decide, extend_text, jaccard, top_category
 from reverie.core.provenance import least_trusted, most_trusted
+from reverie.core.stance import StanceDifference, stance_difference, topic_overlap
 from reverie.core.subject_time import merge_subject_time
 from reverie.embed.base import Vectors
+from reverie.memory.contradiction import SUPERSEDE, supersede
 from reverie.recall.hybrid import HybridSearch
 from reverie.storage.base import FactFilter, Store
 from reverie.types import Change, MemoryEntry
@@ -56,6 +61,15 @@ class DedupConfig:
     lexical_threshold: float = 0.6  # token Jaccard: a different scale, hence a different number
     max_extended_chars: int = 2000
     candidates: int = 8
+    on_contradiction: str = SUPERSEDE  # memory.contradiction: "supersede" or "keep_both"
+
+
+@dataclass(frozen=True, slots=True)
+class Contradicted:
+    """A save's text contradicts the live entry ``existing`` (``difference`` says how): not a restatement."""
+
+    existing: MemoryEntry
+    difference: StanceDifference
 
 
 def bypasses(entry: MemoryEntry) -> bool:
@@ -85,46 +99,70 @@ class Deduplicator:
         self._recall = recall
 
     # -- at save time ----------------------------------------------------------------------------------
-    def fold_on_save(self, candidate: MemoryEntry, now: datetime) -> tuple[str, MemoryEntry] | None:
+    def fold_on_save(self, candidate: MemoryEntry, now: datetime) -> tuple[str, MemoryEntry] | Contradicted | None:
         """Reinforce or extend the live entry ``candidate`` restates, writing it; returns the outcome and the
-        updated entry, or None when the candidate should be created. Call inside a store transaction."""
+        updated entry, ``Contradicted`` when the closest entry says the opposite (the caller creates the
+        candidate and supersedes that entry), or None when the candidate should be created. Call inside a
+        store transaction."""
         if not self.config.enabled or bypasses(candidate):
             return None
-        match = self._lexical_match(candidate, now)
-        if match is None:
-            return None
-        return self._apply(match, candidate, now)
+        return self._first_applicable(self._lexical_matches(candidate, now), candidate, now)
 
-    def _lexical_match(self, candidate: MemoryEntry, now: datetime) -> MemoryEntry | None:
+    def _first_applicable(
+        self, matches: list[MemoryEntry], candidate: MemoryEntry, now: datetime, *, fold: bool = True
+    ) -> tuple[str, MemoryEntry] | Contradicted | None:
+        """Apply the first of ``matches`` (most similar first) that ``decide`` does not call a different
+        fact: the most similar entry may be someone else's twin ("Mateo no longer drinks coffee") while the
+        entry this text restates or contradicts ("Sofia drinks coffee") comes next. ``fold=False``: only a
+        contradiction is returned (nothing is reinforced or extended)."""
+        vocabulary = self._vocabulary()
+        for existing in matches:
+            decision = decide(existing.content, candidate.content, category=existing.category, vocabulary=vocabulary)
+            if decision.verdict is Verdict.DISTINCT:
+                continue
+            if not fold and decision.verdict is not Verdict.CONTRADICT:
+                return None
+            return self._apply(existing, candidate, decision, now)
+        return None
+
+    def _lexical_matches(self, candidate: MemoryEntry, now: datetime) -> list[MemoryEntry]:
         match = text.fts_match(text.query_terms(candidate.content))
         if match is None:
-            return None
+            return []
         flt = FactFilter(scope=candidate.scope, now=now, category_prefix=top_category(candidate.category))
-        best: tuple[float, MemoryEntry] | None = None
+        scored: list[tuple[float, MemoryEntry]] = []
+        stance = self._vocabulary().stance
         for entry, _ in self._store.facts.search(match, flt, self.config.candidates):
             if not self._comparable(candidate, entry):
                 continue
             score = jaccard(candidate.content, entry.content)
-            if score >= self.config.lexical_threshold and (best is None or score > best[0]):
-                best = (score, entry)
-        return None if best is None else best[1]
+            if score < self.config.lexical_threshold and stance_difference(entry.content, candidate.content, stance):
+                # "does not deploy" shares few words with "deploys": the words that carry the stance are the
+                # whole difference, so such a pair is compared by what it is about. It can only ever come
+                # out a contradiction or distinct (decide never folds two stances), never a reinforcement.
+                score = topic_overlap(entry.content, candidate.content, stance)
+            if score >= self.config.lexical_threshold:
+                scored.append((score, entry))
+        scored.sort(key=lambda pair: -pair[0])  # stable: equal scores keep the index's order
+        return [entry for _, entry in scored]
 
     @staticmethod
     def _comparable(candidate: MemoryEntry, entry: MemoryEntry) -> bool:
         return (
             entry.id != candidate.id
             and entry.scope == candidate.scope  # exactly: folding must not widen or narrow who sees a fact
-            and not entry.archived
+            and entry.current  # neither archived nor superseded: only the current belief is compared with
             and top_category(entry.category) == top_category(candidate.category)
             and not bypasses(entry)
             and not _lineage(candidate, entry)
         )
 
-    def _apply(self, existing: MemoryEntry, candidate: MemoryEntry, now: datetime) -> tuple[str, MemoryEntry] | None:
-        decision = decide(
-            existing.content, candidate.content, category=existing.category, vocabulary=self._vocabulary()
-        )
+    def _apply(
+        self, existing: MemoryEntry, candidate: MemoryEntry, decision: Decision, now: datetime
+    ) -> tuple[str, MemoryEntry] | Contradicted | None:
         verdict = decision.verdict
+        if verdict is Verdict.CONTRADICT and decision.stance is not None:
+            return Contradicted(existing, decision.stance)
         if verdict is Verdict.REINFORCE:
             updated = reinforced(existing, candidate, now)
             self._store.facts.write(updated, change=Change.REINFORCED, at=now)
@@ -175,10 +213,17 @@ class Deduplicator:
         if candidate is None or not candidate.fold_pending:
             return 0
         done = replace(candidate, fold_pending=False)
-        # Touched since it was saved (edited, reinforced, archived): no longer a fresh restatement.
-        fresh = not candidate.archived and candidate.reinforcement_count == 1 and candidate.updated_at is None
-        match = self._semantic_match(candidate, vector, now) if fresh and self.config.enabled else None
-        result = None if match is None else self._apply(match, candidate, now)
+        # Touched since it was saved (edited, reinforced): no longer a fresh restatement to fold away, but
+        # still a statement that may contradict an older entry.
+        fresh = candidate.reinforcement_count == 1 and candidate.updated_at is None
+        matches = self._semantic_matches(candidate, vector, now) if candidate.current and self.config.enabled else []
+        result = self._first_applicable(matches, candidate, now, fold=fresh)
+        if isinstance(result, Contradicted):
+            # Close in meaning, opposite in stance: the fresh entry is the newer belief (saved later).
+            self._store.facts.write(done, change=Change.HOUSEKEEPING, at=now)
+            supersede(self._store, result.existing, done, result.difference, now, mode=self.config.on_contradiction)
+            log.info("%s contradicts %s (%s)", candidate.id, result.existing.id, result.difference.describe())
+            return 0
         if result is None:
             self._store.facts.write(done, change=Change.HOUSEKEEPING, at=now)
             return 0
@@ -188,23 +233,20 @@ class Deduplicator:
         log.info("folded %s into %s (%s)", candidate.id, result[1].id, result[0])
         return 1
 
-    def _semantic_match(self, candidate: MemoryEntry, vector: Vectors, now: datetime) -> MemoryEntry | None:
+    def _semantic_matches(self, candidate: MemoryEntry, vector: Vectors, now: datetime) -> list[MemoryEntry]:
+        """The live entries within the cosine threshold of ``candidate``, nearest first."""
         assert self._recall is not None and self._recall.index is not None
         query = np.asarray(vector, dtype=np.float32)
         near = self._recall.index.search(candidate.scope.agent_id, query, self.config.candidates + 1)
         wanted = {i: s for i, s in near if s >= self.config.similarity_threshold and i != candidate.id}
         if not wanted:
-            return None
+            return []
         flt = FactFilter(scope=candidate.scope, now=now, category_prefix=top_category(candidate.category))
         entries = {e.id: e for e in self._store.facts.get_many(list(wanted), flt)}
-        ranked = sorted(wanted, key=lambda i: -wanted[i])
-        for entry_id in ranked:
-            entry = entries.get(entry_id)
-            # Never into an entry still waiting for its own check: entries are checked in save order, so
-            # of two fresh restatements the first is kept and the second folds into it.
-            if entry is not None and self._comparable(candidate, entry) and not entry.fold_pending:
-                return entry
-        return None
+        ranked = [entries[i] for i in sorted(wanted, key=lambda i: -wanted[i]) if i in entries]
+        # Never into an entry still waiting for its own check: entries are checked in save order, so of two
+        # fresh restatements the first is kept and the second folds into it.
+        return [e for e in ranked if self._comparable(candidate, e) and not e.fold_pending]
 
 
 def _lineage(a: MemoryEntry, b: MemoryEntry) -> bool:

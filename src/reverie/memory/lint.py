@@ -12,8 +12,14 @@ which one is newer. A pair is a finding when
   duplicates out is the next rule, not a similarity band;
 - they are not duplicates: ``core.dedupe.decide(older, newer)`` says DISTINCT, and each side has a
   specific the other lacks (``core.coverage.specifics`` — a name, acronym, multi-digit number or date —
-  or a lone digit): a detail was *replaced*. A restatement (reinforce) or an elaboration (extend) is not
-  a contradiction.
+  or a lone digit): a detail was *replaced* (``kind`` "specifics"); or ``decide`` says CONTRADICT: the two
+  differ in stance (``core.stance``: a negation, an antonym, a flipped comparison, a moved time; ``kind``
+  "stance", the evidence words in ``newer_specifics`` / ``older_specifics``) — two live entries that do so
+  are left by ``memory.on_contradiction = "keep_both"``, a save without deduplication, or wording the save
+  could not pair. A restatement (reinforce) or an elaboration (extend) is not a contradiction.
+
+The report also lists every *superseded pair* in the scope (``LintReport.superseded``): an entry a later one
+contradicted (kept, ``superseded_by`` the newer) with the evidence recorded when it was superseded.
 
 Confidence (``confidence_of``) is ``core.aging.confidence`` with: supporting sessions = the entry's
 ``reinforcement_count`` (Reverie does not record sessions per observation yet, so each folded
@@ -50,6 +56,7 @@ from reverie.core.dedupe import Verdict, content_tokens, decide, normalise_case,
 from reverie.core.temporal import seen_phrase
 from reverie.core.text import STOPWORDS
 from reverie.errors import NotFound
+from reverie.memory.contradiction import CONTRADICTION
 from reverie.memory.dedup import bypasses
 from reverie.recall.hybrid import HybridSearch
 from reverie.storage.base import FactFilter, Store
@@ -86,6 +93,7 @@ class LintFinding:
     measure: str
     newer_specifics: tuple[str, ...]
     older_specifics: tuple[str, ...]
+    kind: str = "specifics"  # specifics (a detail replaced), stance (core.stance) or superseded
 
     def involves(self, entry_id: str) -> bool:
         return entry_id in (self.newer_id, self.older_id)
@@ -100,6 +108,7 @@ class LintReport:
     examined: int
     truncated: bool
     category: str | None = None
+    superseded: tuple[LintFinding, ...] = ()  # kind "superseded": the newer contradicts the older, both kept
 
     def involving(self, entry_id: str) -> tuple[LintFinding, ...]:
         return tuple(f for f in self.findings if f.involves(entry_id))
@@ -287,7 +296,36 @@ class MemoryLint:
             for position, entry in enumerate(group.entries):
                 findings.extend(self._findings(entry, group, vocabulary, after=position))
         findings.sort(key=lambda f: (-f.similarity, f.newer_id, f.older_id))
-        return LintReport(tuple(findings), examined=len(examined), truncated=len(found) > count, category=prefix)
+        superseded = tuple(self._superseded(clean, prefix, now, count))
+        return LintReport(
+            tuple(findings),
+            examined=len(examined),
+            truncated=len(found) > count,
+            category=prefix,
+            superseded=superseded,
+        )
+
+    def _superseded(self, scope: Scope, prefix: str | None, now: datetime, count: int) -> Iterator[LintFinding]:
+        """The superseded pairs ``scope`` sees under ``prefix`` (at most ``count``, newest supersession first):
+        entries a later one contradicted, kept unarchived, with the evidence recorded then."""
+        everything = FactFilter(scope=scope, now=now, category_prefix=prefix, include_archived=True)
+        found = [e for e in self._store.facts.recent(everything, 100_000) if e.superseded_by and not e.archived]
+        found.sort(key=lambda e: (e.valid_to or "", e.id), reverse=True)
+        for older in found[:count]:
+            recorded = older.metadata.get(CONTRADICTION)
+            evidence = recorded.get("evidence", []) if isinstance(recorded, dict) else []
+            words = tuple(str(w) for w in evidence) if isinstance(evidence, list) else ()
+            kind = recorded.get("kind", "") if isinstance(recorded, dict) else ""
+            yield LintFinding(
+                newer_id=str(older.superseded_by),
+                older_id=older.id,
+                category=top_category(older.category),
+                similarity=1.0,
+                measure=str(kind) or "stance",
+                newer_specifics=words[1:] if len(words) > 1 else words,
+                older_specifics=words[:1] if len(words) > 1 else (),
+                kind="superseded",
+            )
 
     # -- per entry -------------------------------------------------------------------------------------
     def contradictions(self, entries: Sequence[MemoryEntry], scope: Scope) -> dict[str, tuple[LintFinding, ...]]:
@@ -345,7 +383,7 @@ class MemoryLint:
         by_top: dict[str, list[MemoryEntry]] = {}
         seen: set[str] = set()
         for entry in entries:
-            if entry.id in seen or entry.archived or bypasses(entry):
+            if entry.id in seen or not entry.current or bypasses(entry):
                 continue
             seen.add(entry.id)
             by_top.setdefault(top_category(entry.category), []).append(entry)
@@ -388,8 +426,21 @@ class MemoryLint:
         for index, similarity, measure in self._similar(entry, group, after):
             other = group.entries[index]
             newer, older = (entry, other) if _newness(entry) > _newness(other) else (other, entry)
-            verdict = decide(older.content, newer.content, category=older.category, vocabulary=vocabulary).verdict
-            if verdict is not Verdict.DISTINCT:
+            decision = decide(older.content, newer.content, category=older.category, vocabulary=vocabulary)
+            if decision.verdict is Verdict.CONTRADICT and decision.stance is not None:
+                words = decision.stance.evidence
+                yield LintFinding(
+                    newer_id=newer.id,
+                    older_id=older.id,
+                    category=top_category(older.category),
+                    similarity=round(similarity, 4),
+                    measure=measure,
+                    newer_specifics=words[1:] if len(words) > 1 else words,
+                    older_specifics=words[:1] if len(words) > 1 else (),
+                    kind="stance",
+                )
+                continue
+            if decision.verdict is not Verdict.DISTINCT:
                 continue  # a restatement or an elaboration: deduplication's business, not a contradiction
             mine, theirs = differing_specifics(
                 newer.content, older.content, category=older.category, vocabulary=vocabulary

@@ -21,10 +21,12 @@ from reverie.clock import Clock
 from reverie.core import validate
 from reverie.core.provenance import normalize_source
 from reverie.errors import Conflict, NotFound, ValidationError
-from reverie.memory.dedup import Deduplicator
+from reverie.memory.contradiction import CONTRADICTION, SUPERSEDE, supersede, with_supersedes
+from reverie.memory.dedup import Contradicted, Deduplicator
 from reverie.recall.hybrid import MODES, HybridSearch
 from reverie.storage.base import FactFilter, PurgeRule, Store
 from reverie.types import (
+    VALID_TO,
     Browse,
     Change,
     EntryVersion,
@@ -169,30 +171,45 @@ class LongTermMemory:
         self, entry: MemoryEntry, notes: tuple[str, ...], now: datetime, dedup: object, *, expand: bool
     ) -> SaveResult:
         with self._store.transaction():
-            outcome, entry = self._store_one(entry, now, _flag(dedup, "dedup"), expand=expand)
-            if outcome in ("created", "extended") and self._extract is not None and self._extract(entry):
+            result = self._store_one(entry, now, _flag(dedup, "dedup"), expand=expand)
+            entry = result.entry
+            new_text = result.outcome in ("created", "extended", "superseded")
+            if new_text and self._extract is not None and self._extract(entry):
                 # Queued in the save's transaction: a crash after the save cannot lose the extraction.
                 self._store.facts.queue_graph_extraction(entry.id, entry.scope.agent_id, at=now)
         self._on_saved()
         self._on_activity(entry.scope)
-        return SaveResult(outcome=outcome, entry=entry, notes=notes)
+        return replace(result, notes=notes + result.notes)
 
-    def _store_one(
-        self, entry: MemoryEntry, now: datetime, dedup: bool, *, expand: bool = False
-    ) -> tuple[str, MemoryEntry]:
-        """Create, reinforce or extend; ``expand``: a created or extended entry (new text) waits for the
-        background expansion. Call inside a store transaction."""
+    def _store_one(self, entry: MemoryEntry, now: datetime, dedup: bool, *, expand: bool = False) -> SaveResult:
+        """Create, reinforce, extend or supersede; ``expand``: a created, extended or superseding entry (new
+        text) waits for the background expansion. Call inside a store transaction."""
         if not dedup or self._dedup is None:
-            return "created", self._add(replace(entry, expand_pending=expand), now)
+            return SaveResult("created", self._add(replace(entry, expand_pending=expand), now))
         folded = self._dedup.fold_on_save(entry, now)
+        if isinstance(folded, Contradicted):
+            return self._contradicting(entry, folded, now, expand=expand)
         if folded is None:
             pending = self._dedup.semantic_check_pending(entry)
-            return "created", self._add(replace(entry, fold_pending=pending, expand_pending=expand), now)
+            return SaveResult("created", self._add(replace(entry, fold_pending=pending, expand_pending=expand), now))
         outcome, stored = folded
         if expand and outcome == "extended" and not stored.expand_pending:
             stored = replace(stored, expand_pending=True)
             self._store.facts.write(stored, change=Change.HOUSEKEEPING, at=now)
-        return outcome, stored
+        return SaveResult(outcome, stored)
+
+    def _contradicting(self, entry: MemoryEntry, found: Contradicted, now: datetime, *, expand: bool) -> SaveResult:
+        """A save that contradicts a live entry: its own new entry, the current belief under ``supersede``
+        (the earlier entry kept, superseded by it), and the caller told both ids."""
+        assert self._dedup is not None
+        mode = self._dedup.config.on_contradiction
+        if mode == SUPERSEDE:
+            entry = with_supersedes(entry, found.existing.id)
+        pending = self._dedup.semantic_check_pending(entry)
+        stored = self._add(replace(entry, fold_pending=pending, expand_pending=expand), now)
+        told = supersede(self._store, found.existing, stored, found.difference, now, mode=mode, newer_stored=False)
+        outcome = "superseded" if told.superseded else "created"
+        return SaveResult(outcome, stored, notes=(told.message(),), contradiction=told)
 
     def save_many(
         self, items: Iterable[Mapping[str, Any]], *, scope: Scope | None = None, dedup: bool = True
@@ -231,7 +248,7 @@ class LongTermMemory:
             saved = [(self._store_one(entry, now, use_dedup), notes) for entry, notes in built]
         self._on_saved()
         self._on_activity(default_scope)
-        return [SaveResult(outcome=outcome, entry=entry, notes=notes) for (outcome, entry), notes in saved]
+        return [replace(result, notes=notes + result.notes) for result, notes in saved]
 
     def _build(
         self,
@@ -319,13 +336,14 @@ class LongTermMemory:
         return changed
 
     def restore(self, entry_id: str, *, scope: Scope | None = None) -> MemoryEntry:
-        """Bring an archived entry back into search."""
+        """Bring an archived or superseded entry back into search as a current entry (``superseded_by`` and
+        ``validTo`` cleared: its history keeps what superseded it)."""
         current = self._get(entry_id, scope=scope)
-        if not current.archived:
+        if current.current:
             return current
-        # No longer a tombstone of the forget sweep (see the purge pass).
-        metadata = {k: v for k, v in current.metadata.items() if k != "forgotten"}
-        changed = replace(current, archived_at=None, metadata=metadata)
+        # No longer a tombstone of the forget sweep (see the purge pass), nor an ended belief.
+        metadata = {k: v for k, v in current.metadata.items() if k not in ("forgotten", VALID_TO, CONTRADICTION)}
+        changed = replace(current, archived_at=None, superseded_by=None, metadata=metadata)
         self._store.facts.write(changed, change=Change.RESTORED, at=self._clock.now())
         return changed
 

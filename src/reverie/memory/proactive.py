@@ -112,9 +112,9 @@ class ProactiveConfig:
 
 @dataclass(frozen=True, slots=True)
 class Remembered:
-    """One memory a memorize saved: where it lives and how (``outcome``: created, reinforced or extended, as
-    the save pipeline decided), its scope kind, and whether it was copied to the key-value memory and queued
-    for the graph."""
+    """One memory a memorize saved: where it lives and how (``outcome``: created, reinforced, extended or
+    superseded, as the save pipeline decided), its scope kind, and whether it was copied to the key-value memory
+    and queued for the graph."""
 
     id: str
     content: str

@@ -367,7 +367,8 @@ def _newest(entries: Sequence[MemoryEntry], limit: int | None) -> list[MemoryEnt
 
 
 def _live(entry: MemoryEntry, now: datetime) -> bool:
-    return not entry.archived and (entry.expires_at is None or entry.expires_at > now)
+    # Current only: an entry a later one contradicted is kept as the record of the old belief, never merged.
+    return entry.current and (entry.expires_at is None or entry.expires_at > now)
 
 
 def _int(raw: str | None) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 
 from reverie.core.temporal import seen_phrase
 from reverie.core.text import preview
-from reverie.types import MemoryEntry, Scope
+from reverie.types import Contradiction, MemoryEntry, Scope
 
 # The capability scopes an API key (or an MCP client) must hold to call a tool (seed 004).
 MEMORY_READ = "memory_read"
@@ -121,6 +121,20 @@ def entry_data(entry: MemoryEntry) -> dict[str, Any]:
         "reinforcement_count": entry.reinforcement_count,
         "archived": entry.archived,
         "superseded_by": entry.superseded_by,
+        "valid_to": entry.valid_to,
+    }
+
+
+def contradiction_data(found: Contradiction) -> dict[str, Any]:
+    """What a save that contradicted an entry reports: that entry's id and text, how the stances differ,
+    whether it is now superseded, and the sentence the caller is told."""
+    return {
+        "id": found.entry_id,
+        "content": found.content,
+        "kind": found.kind,
+        "evidence": list(found.evidence),
+        "superseded": found.superseded,
+        "message": found.message(),
     }
 
 

@@ -3,7 +3,9 @@ Reverie's links), also used by memory_query's ``include_related``.
 
 An entry's neighbours, each with how it is related:
 - ``merged_from``: a source merged into it (its ``metadata.mergedFrom``, and the dream's merge evidence);
-- ``merged_into``: the entry it was merged into (its ``superseded_by``);
+- ``merged_into``: the entry it was merged into (its ``superseded_by``, when it is archived);
+- ``superseded_by``: the later entry that contradicts it (its ``superseded_by``, when it is kept unarchived:
+  ``memory.contradiction``), and ``supersedes``: an earlier entry it contradicts (its ``metadata.supersedes``);
 - ``sequence_previous`` / ``sequence_next``: the entries before and after it in its sequence
   (``metadata.thread`` / ``metadata.position``: the turns of a conversation, the chunks of a document);
 - ``shared_entity``: an entry that names an entity it names, as the knowledge graph learned them
@@ -16,8 +18,8 @@ Invariants:
   user named in a link is skipped exactly like an id that no longer exists. Nothing counts as a read.
 - Breadth first: an entry is reported once, at its first (shortest) hop; the walk stops at ``depth`` hops
   or ``MAX_RELATED`` entries.
-- Merge links reach archived entries (sources are archived by the merge); sequence, shared-entity and recall
-  neighbours are live ones. A shared-entity neighbour is read like any other: through the caller's scope.
+- Merge and supersession links reach archived and superseded entries; sequence, shared-entity and recall
+  neighbours are current ones. A shared-entity neighbour is read like any other: through the caller's scope.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from reverie.core.consolidation import MERGED_FROM
 from reverie.memory.graph import ref_of
 from reverie.storage.base import Entity, FactFilter
 from reverie.tools.base import ToolContext, ToolError, ToolResult, entry_data, entry_line
-from reverie.types import MemoryEntry, Scope
+from reverie.types import SUPERSEDES, MemoryEntry, Scope
 
 if TYPE_CHECKING:
     from reverie.engine import Reverie
@@ -108,8 +110,13 @@ def _neighbours(rv: Reverie, entry: MemoryEntry, scope: Scope, hop: int) -> Iter
     for source in _hydrate(rv, sources, every):
         yield Related(source, "merged_from", entry.id, hop)
     if entry.superseded_by is not None:
+        how = "merged_into" if entry.archived else "superseded_by"
         for target in _hydrate(rv, [entry.superseded_by], every):
-            yield Related(target, "merged_into", entry.id, hop)
+            yield Related(target, how, entry.id, hop)
+    listed = entry.metadata.get(SUPERSEDES)
+    earlier = [i for i in listed if isinstance(i, str)] if isinstance(listed, list) else []
+    for older in _hydrate(rv, earlier, every):
+        yield Related(older, "supersedes", entry.id, hop)
     yield from _sequence(rv, entry, live, hop)
     yield from _shared_entities(rv, entry, live, hop)
     hits = rv.recall.search(entry.content[:RECALL_QUERY_CHARS], live, RECALL_NEIGHBOURS + 1)

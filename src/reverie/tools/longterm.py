@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from reverie.core.text import preview
 from reverie.storage.base import FactFilter
 from reverie.tools import family
-from reverie.tools.base import ToolContext, ToolResult, entry_data, entry_line
+from reverie.tools.base import ToolContext, ToolResult, contradiction_data, entry_data, entry_line
 from reverie.types import CategoryCount, SearchResults
 
 if TYPE_CHECKING:
@@ -41,10 +41,13 @@ def save_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResu
             f"{entry.reinforcement_count}×; its text is unchanged."
         ),
         "extended": f"Extended memory [{entry.id}] ({entry.category}) with the new specifics.",
+        "superseded": f"Saved as a new memory [{entry.id}] ({entry.category}), now the current belief.",
     }
     lines = [said.get(result.outcome, f"{result.outcome}: memory [{entry.id}].")]
     lines.extend(f"Note: {note}" for note in result.notes)
     data = {"outcome": result.outcome, "id": entry.id, "entry": entry_data(entry), "notes": list(result.notes)}
+    if result.contradiction is not None:
+        data["contradicts"] = contradiction_data(result.contradiction)
     return ToolResult("\n".join(lines), data)
 
 
@@ -151,12 +154,15 @@ def update_memory_importance(rv: Reverie, args: dict[str, Any], ctx: ToolContext
 def memory_lint(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     """memory_lint's findings with the text of both entries (read without counting as a read)."""
     report = rv.lint.run(ctx.scope)
-    ids = list(dict.fromkeys(i for f in report.findings for i in (f.newer_id, f.older_id)))
-    flt = FactFilter(scope=ctx.scope, now=rv.clock.now())
+    pairs = [*report.findings, *report.superseded]
+    ids = list(dict.fromkeys(i for f in pairs for i in (f.newer_id, f.older_id)))
+    flt = FactFilter(scope=ctx.scope, now=rv.clock.now(), include_archived=True)  # superseded texts too
     texts = {e.id: e.content for e in rv.store.facts.get_many(ids, flt)} if ids else {}
     findings: list[dict[str, Any]] = []
-    lines = [f"{len(report.findings)} pair(s) about the same topic that disagree on a detail (newer first):"]
-    for f in report.findings:
+    lines = [f"{len(report.findings)} pair(s) about the same topic that disagree (newer first):"]
+    for f in pairs:
+        if f.kind == "superseded" and f is report.superseded[0]:
+            lines.append(f"{len(report.superseded)} superseded pair(s): a later entry contradicts the earlier one:")
         newer, older = texts.get(f.newer_id, ""), texts.get(f.older_id, "")
         findings.append(
             {
@@ -169,6 +175,7 @@ def memory_lint(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResu
                 "measure": f.measure,
                 "newer_specifics": list(f.newer_specifics),
                 "older_specifics": list(f.older_specifics),
+                "kind": f.kind,
             }
         )
         lines.append(
@@ -176,7 +183,7 @@ def memory_lint(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResu
             f"  [{f.older_id}] (older) says {', '.join(f.older_specifics)}: {preview(older, 300)}"
         )
     if not findings:
-        lines = [f"No contradicting pairs among the {report.examined} memories examined."]
+        lines = [f"No contradicting or superseded pairs among the {report.examined} memories examined."]
     if report.truncated:
         lines.append(f"Note: only the {report.examined} most recently reinforced memories were examined.")
     data = {"findings": findings, "examined": report.examined, "truncated": report.truncated}

@@ -8,7 +8,10 @@ engine's vocabulary).
 
 Invariants:
 - Consolidation archives only covered members, ``superseded_by`` the newest entry, so no specific is lost;
-  a member with a specific of its own stays live. The newest entry takes the merge arithmetic of what it
+  a member with a specific of its own stays live. A member that differs in stance from the newest entry
+  (``core.stance``: "likes" against "dislikes") is never covered: it is a changed belief, so it is kept,
+  unarchived, superseded by the newest (``memory.contradiction``; both stay current under
+  ``memory.on_contradiction = "keep_both"``). The newest entry takes the merge arithmetic of what it
   absorbed (earliest ``created_at``, latest ``last_seen_at``, summed reinforcement, highest importance, the
   more durable tier, union of tags, merged subject time) and lists them in ``metadata.mergedFrom``; its text
   and source do not change. Every write of a call happens in one transaction, and coverage is checked
@@ -35,7 +38,9 @@ from reverie.core.clusters import Item, near_duplicate_clusters
 from reverie.core.consolidation import absorbed
 from reverie.core.coverage import CoverageSource, Vocabulary, check_coverage
 from reverie.core.dedupe import content_tokens, top_category
+from reverie.core.stance import StanceDifference, stance_difference
 from reverie.core.text import preview
+from reverie.memory.contradiction import supersede
 from reverie.memory.dedup import bypasses
 from reverie.storage.base import FactFilter
 from reverie.tools.base import ToolContext, ToolResult, entry_data
@@ -63,11 +68,13 @@ def self_consolidation_allowed(rv: Reverie, agent_id: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """A group member other than the newest: whether the newest covers it, and what it would lose if not."""
+    """A group member other than the newest: whether the newest covers it, what it would lose if not, and
+    how its stance differs from the newest's (then it is never covered)."""
 
     entry: MemoryEntry
     covered: bool
     missing: tuple[str, ...]
+    stance: StanceDifference | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +88,13 @@ class DuplicateGroup:
         return {
             "keep": entry_data(self.newest),
             "members": [
-                {**entry_data(m.entry), "covered": m.covered, "missing": list(m.missing)} for m in self.members
+                {
+                    **entry_data(m.entry),
+                    "covered": m.covered,
+                    "missing": list(m.missing),
+                    "contradicts_newest": None if m.stance is None else m.stance.describe(),
+                }
+                for m in self.members
             ],
             "similarity": round(self.similarity, 6),
             "measure": self.measure,
@@ -89,7 +102,7 @@ class DuplicateGroup:
 
 
 def _eligible(entry: MemoryEntry) -> bool:
-    return not (entry.archived or entry.pinned or entry.tier is Tier.WORKING or bypasses(entry))
+    return entry.current and not (entry.pinned or entry.tier is Tier.WORKING or bypasses(entry))
 
 
 def _newness(entry: MemoryEntry) -> tuple[datetime, datetime, str]:
@@ -98,9 +111,12 @@ def _newness(entry: MemoryEntry) -> tuple[datetime, datetime, str]:
     return entry.last_seen_at, entry.created_at, entry.id
 
 
-def _covers(newest: MemoryEntry, member: MemoryEntry, vocabulary: Vocabulary) -> tuple[bool, tuple[str, ...]]:
+def _covers(
+    newest: MemoryEntry, member: MemoryEntry, vocabulary: Vocabulary
+) -> tuple[bool, tuple[str, ...], StanceDifference | None]:
+    stance = stance_difference(member.content, newest.content, vocabulary.stance)
     result = check_coverage([CoverageSource(member.content, member.category)], newest.content, vocabulary=vocabulary)
-    return result.ok, result.missing
+    return result.ok and stance is None, result.missing, stance
 
 
 def duplicate_groups(rv: Reverie, scope: Scope) -> tuple[list[DuplicateGroup], int, bool]:
@@ -148,6 +164,8 @@ def memory_semantic_duplicates(rv: Reverie, args: dict[str, Any], ctx: ToolConte
             lines.append(f"- newest [{group.newest.id}] ({group.newest.category}) {preview(group.newest.content, 300)}")
             for m in group.members:
                 said = "covered by the newest" if m.covered else f"has its own specifics: {', '.join(m.missing)}"
+                if m.stance is not None:
+                    said = f"contradicts the newest ({m.stance.describe()})"
                 lines.append(f"  [{m.entry.id}] {said}: {preview(m.entry.content, 300)}")
         if not self_consolidation_allowed(rv, ctx.agent_id):
             lines.append("Consolidation is not enabled for this agent; an operator can run it.")
@@ -177,9 +195,12 @@ def memory_semantic_consolidate(rv: Reverie, args: dict[str, Any], ctx: ToolCont
     for g in done:
         gone = ", ".join(f"[{i}]" for i in g["archived"]) or "nothing"
         lines.append(f"- kept [{g['keep']}]; archived {gone}")
-        own = [f"[{i}]" for i in g["kept"] if i != g["keep"]]
+        changed = [f"[{i}]" for i in g["contradicted"]]
+        own = [f"[{i}]" for i in g["kept"] if i != g["keep"] and i not in g["contradicted"]]
         if own:
-            lines.append(f"  also kept {', '.join(own)}: each has specifics the newest entry lacks")
+            lines.append(f"  also kept {', '.join(own)}: each has specifics or a stance the newest entry lacks")
+        if changed:
+            lines.append(f"  kept {', '.join(changed)} as superseded: the newest entry contradicts each")
     if truncated:
         lines.append(f"Note: only the {MAX_ENTRIES} most recently reinforced memories were examined.")
     data = {"groups": done, "archived": archived, "kept": kept, "examined": examined, "truncated": truncated}
@@ -195,18 +216,26 @@ def _consolidate(rv: Reverie, group: DuplicateGroup, vocabulary: Vocabulary, now
         return None
     retired: list[MemoryEntry] = []
     kept = [newest.id]
+    contradicted: list[str] = []
     for member in group.members:
         current = facts.get(member.entry.id, member.entry.scope)
         if current is None or not _eligible(current):
             continue
-        if _covers(newest, current, vocabulary)[0]:
+        covered, _, stance = _covers(newest, current, vocabulary)
+        if stance is not None:
+            mode = rv.settings.memory.on_contradiction
+            if supersede(rv.store, current, newest, stance, now, mode=mode).superseded:
+                contradicted.append(current.id)
+                newest = facts.get(newest.id, newest.scope) or newest  # it now lists what it superseded
+            kept.append(current.id)
+        elif covered:
             retired.append(current)
         else:
             kept.append(current.id)
     if not retired:
-        return {"keep": newest.id, "archived": [], "kept": kept}
+        return {"keep": newest.id, "archived": [], "kept": kept, "contradicted": contradicted}
     for entry in retired:
         facts.write(replace(entry, archived_at=now, superseded_by=newest.id), change=Change.SUPERSEDED, at=now)
         log.info("memory_semantic_consolidate: archived [%s] superseded by [%s]", entry.id, newest.id)
     facts.write(absorbed(newest, retired, now), change=Change.REINFORCED, at=now)
-    return {"keep": newest.id, "archived": [e.id for e in retired], "kept": kept}
+    return {"keep": newest.id, "archived": [e.id for e in retired], "kept": kept, "contradicted": contradicted}

@@ -93,8 +93,9 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
     ToolSpec(
         SAVE_MEMORY,
         "Save a durable fact to long-term memory, to know it in later sessions. One specific, self-contained "
-        "fact per call. A restatement of a stored fact reinforces it, new specifics extend it; the result says "
-        "which (created, reinforced or extended) and gives the id.",
+        "fact per call. A restatement of a stored fact reinforces it, new specifics extend it, a correction "
+        "(the opposite of a stored fact) becomes the current belief and the old one is kept as superseded; the "
+        "result says which (created, reinforced, extended or superseded) and gives the ids.",
         _object(
             {
                 "content": _described({"type": "string", "minLength": 1}, "the fact, in a full sentence"),
@@ -188,7 +189,8 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
     ),
     ToolSpec(
         MEMORY_EXPLORE,
-        "Walk from a long-term memory to related ones, up to depth hops: what it was merged from or into, its "
+        "Walk from a long-term memory to related ones, up to depth hops: what it was merged from or into, what "
+        "it superseded or was superseded by (a later contradicting memory), its "
         "neighbours in a sequence (the turns of a thread, the chunks of a document), the entries that name a "
         "person, place or thing it names (the knowledge graph), and the entries recall finds for its text. Each "
         "related entry says how it is related.",

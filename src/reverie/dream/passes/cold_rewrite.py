@@ -5,7 +5,9 @@ and an embedder.
 Invariants:
 - Only cold, unpinned episodic entries take part; at most ``max_clusters_per_run`` clusters a run, the most
   novel first (farthest from everything else the agent holds).
-- A rewrite must keep every specific of every member (the coverage check); a rejected rewrite changes nothing.
+- A rewrite must keep every specific of every member (the coverage check) and every member's stance
+  (``core.stance``: a cluster whose members contradict each other is never rewritten into one text, nor is
+  a rewrite that flips one); a rejected rewrite changes nothing.
 - The survivor takes the new text as a new version (restorable) with the host's merge arithmetic; the other
   members are superseded: archived, ``superseded_by`` the survivor. Evidence rows name every member.
 - The change gate: the same cold clusters as last time cost no LLM call until ``max_skip`` passes.
@@ -32,6 +34,7 @@ from reverie.core.consolidation import (
 )
 from reverie.core.coverage import CoverageSource, check_coverage
 from reverie.core.dedupe import content_tokens
+from reverie.core.stance import merge_stance_conflict
 from reverie.dream.passes.base import Capability, PassContext, PassReport, Vector
 from reverie.errors import LLMError
 from reverie.llm.base import MALFORMED_ANSWER, Message
@@ -61,7 +64,7 @@ class ColdRewritePass:
 
     def run(self, ctx: PassContext) -> PassReport:
         report, now = ctx.report, ctx.now()
-        live = [e for e in ctx.store.facts.iter_all(ctx.agent_id) if not e.archived]
+        live = [e for e in ctx.store.facts.iter_all(ctx.agent_id) if e.current]
         vectors = ctx.vectors(live)
         cold = [
             e
@@ -130,7 +133,8 @@ class ColdRewritePass:
             return False
         content = answer.content.strip()
         sources = [CoverageSource(m.content, m.category) for m in members]
-        if not content or not check_coverage(sources, content, vocabulary=ctx.vocabulary).ok:
+        flipped = merge_stance_conflict([m.content for m in members], content, ctx.vocabulary.stance)
+        if not content or flipped is not None or not check_coverage(sources, content, vocabulary=ctx.vocabulary).ok:
             report.counts["rejected"] += 1
             log.info("DreamService: rejected cluster rewrite of %s", [m.id for m in members])
             return True

@@ -49,10 +49,12 @@ from reverie.core.consolidation import (
 from reverie.core.coverage import CoverageSource, check_coverage
 from reverie.core.dedupe import content_tokens
 from reverie.core.provenance import least_trusted
+from reverie.core.stance import conflicting_sources, merge_stance_conflict
 from reverie.dream.passes.base import Capability, PassContext, PassReport, write_dream_log
 from reverie.errors import LLMError, ValidationError
 from reverie.llm.base import MALFORMED_ANSWER, Message
 from reverie.logs import JsonlFile
+from reverie.memory.contradiction import SUPERSEDE, supersede_older
 from reverie.memory.longterm import add_new, new_id
 from reverie.prompts import read_prompt
 from reverie.storage.base import Evidence
@@ -78,6 +80,7 @@ class ConsolidationConfig:
     related_per_entry: int = 2
     protect_importance: float = 0.80
     protect_reinforcement: int = 5
+    on_contradiction: str = SUPERSEDE  # memory.contradiction: a refused merge of two stances supersedes the older
 
 
 class ProposedSave(BaseModel):
@@ -110,6 +113,7 @@ class _Tally:
     repaired: int = 0
     repair_attempts: int = 0
     rejected: int = 0
+    contradictions: int = 0  # merges refused because their sources (or the merge) differ in stance
     ephemeral: int = 0
     protected: int = 0
     blank: int = 0
@@ -166,7 +170,7 @@ class ConsolidationPass:
                 f"memory consolidation skipped — last completed {last.stamped_at.isoformat(timespec='minutes')}"
             )
             return report
-        live = [e for e in ctx.store.facts.iter_all(ctx.agent_id) if not e.archived]
+        live = [e for e in ctx.store.facts.iter_all(ctx.agent_id) if e.current]
         pool = [e for e in live if _reviewable(e, now)]
         tally = _Tally()
         if len(pool) < 2:
@@ -336,7 +340,10 @@ class ConsolidationPass:
         self._persist(ctx, checked, category, tags, importance, sources, tally)
 
     def _covered(self, ctx: PassContext, content: str, sources: list[MemoryEntry], tally: _Tally) -> str | None:
-        """The merged text if it keeps every specific (perhaps after one repair), else None (rejected)."""
+        """The merged text if it keeps every specific (perhaps after one repair) and every source's stance,
+        else None (rejected)."""
+        if self._stance_refused(ctx, content, sources, tally):
+            return None
         cover = [CoverageSource(s.content, s.category) for s in sources]
         result = check_coverage(cover, content, vocabulary=ctx.vocabulary)
         if result.ok:
@@ -355,6 +362,24 @@ class ConsolidationPass:
                 return repaired
         self._reject(ctx, sources, "dropped " + ", ".join(result.missing), tally)
         return None
+
+    def _stance_refused(self, ctx: PassContext, content: str, sources: list[MemoryEntry], tally: _Tally) -> bool:
+        """A merge of two sources that differ in stance, or one that flips a source's stance, is refused like
+        one that drops a specific: the host never makes one text of "likes" and "dislikes". Two sources that
+        contradict each other are a changed belief: the older is superseded by the newer (kept, unarchived;
+        ``memory.contradiction``)."""
+        stance = ctx.vocabulary.stance
+        flipped = merge_stance_conflict([s.content for s in sources], content, stance)
+        if flipped is None:
+            return False
+        tally.contradictions += 1
+        pair = conflicting_sources([s.content for s in sources], stance)
+        if pair is not None:
+            with ctx.store.transaction():
+                first, second = sources[pair[0]], sources[pair[1]]
+                supersede_older(ctx.store, first, second, pair[2], ctx.now(), mode=self.config.on_contradiction)
+        self._reject(ctx, sources, "stance: " + flipped.describe(), tally)
+        return True
 
     def _repair(self, ctx: PassContext, merged: str, sources: list[MemoryEntry], missing: Sequence[str]) -> str | None:
         prompt = "\n".join(
@@ -518,6 +543,7 @@ class ConsolidationPass:
             "merged": tally.merged,
             "repaired": tally.repaired,
             "rejected": tally.rejected,
+            "contradictions": tally.contradictions,
             "ephemeral": tally.ephemeral,
             "protected": tally.protected,
             "blank": tally.blank,

@@ -42,7 +42,11 @@ _TERM = re.compile(r'"((?:[^"]|"")*)"')
 # str.lower() (PG 18 builtin, then ICU), then the simple mapping of PG 17's builtin C.UTF-8.
 _LOWER_COLLATIONS = ("pg_unicode_fast", "unicode", "und-x-icu", "pg_c_utf8")
 _PROBES = ("ÀÉÜ ÇØ", "ΟΔΟΣ İ")
-_TEXT_COLUMNS = "f.id, f.content, f.tags, f.category, f.user_id, f.session_id, f.archived_at IS NOT NULL"
+# "archived" to an index: not current (archived, or superseded by a contradicting entry).
+_TEXT_COLUMNS = (
+    "f.id, f.content, f.tags, f.category, f.user_id, f.session_id,"
+    " (f.archived_at IS NOT NULL OR f.superseded_by IS NOT NULL)"
+)
 
 
 def match_terms(match: str) -> list[str]:
@@ -95,7 +99,8 @@ def _visible(flt: FactFilter, *, with_category: bool = True) -> tuple[str, list[
     sql, params = _scope_sql(flt.scope)
     clauses = [sql]
     if not flt.include_archived:
-        clauses.append("f.archived_at IS NULL")
+        # Current entries only: an entry a later one contradicted keeps superseded_by without being archived.
+        clauses.append("f.archived_at IS NULL AND f.superseded_by IS NULL")
     clauses.append("(f.expires_at IS NULL OR f.expires_at > %s)")
     params.append(flt.now)
     if with_category and flt.category_prefix:
@@ -155,6 +160,7 @@ def _term_idf(c: Conn, terms: list[str], agent_id: str) -> list[tuple[str, float
     idf is BM25's ln((N - df + 0.5) / (df + 0.5)), floored as FTS5 floors it."""
     rows = c.execute(
         "SELECT t.term, (SELECT count(*) FROM facts f WHERE f.agent_id = %(agent)s AND f.archived_at IS NULL"
+        "  AND f.superseded_by IS NULL"
         "  AND f.search_text @@ t.query)"
         f" FROM (SELECT x.term, plainto_tsquery({_CONFIG}, x.term) AS query FROM unnest(%(terms)s::text[]) x(term)) t"
         " WHERE numnode(t.query) > 0",
@@ -164,7 +170,8 @@ def _term_idf(c: Conn, terms: list[str], agent_id: str) -> list[tuple[str, float
     if not found:
         return []
     total_row = c.execute(
-        "SELECT count(*) FROM facts WHERE agent_id = %s AND archived_at IS NULL", (agent_id,)
+        "SELECT count(*) FROM facts WHERE agent_id = %s AND archived_at IS NULL AND superseded_by IS NULL",
+        (agent_id,),
     ).fetchone()
     total = int(total_row[0]) if total_row else 0
     return [(term, max(math.log((total - df + 0.5) / (df + 0.5)), IDF_FLOOR)) for term, df in found]

@@ -454,11 +454,24 @@ CREATE INDEX feedback_session ON feedback (agent_id, session_id);
 CREATE INDEX feedback_at ON feedback (created_at);
 """
 
+_SUPERSESSION_LOG = """
+-- A contradicted entry stays unarchived with superseded_by set and leaves search: indexes must hear of it.
+DROP TRIGGER fact_log_update ON facts;
+CREATE TRIGGER fact_log_update AFTER UPDATE ON facts FOR EACH ROW
+    WHEN (OLD.content IS DISTINCT FROM NEW.content OR OLD.tags IS DISTINCT FROM NEW.tags
+        OR OLD.category IS DISTINCT FROM NEW.category OR OLD.archived_at IS DISTINCT FROM NEW.archived_at
+        OR OLD.superseded_by IS DISTINCT FROM NEW.superseded_by
+        OR OLD.user_id IS DISTINCT FROM NEW.user_id OR OLD.session_id IS DISTINCT FROM NEW.session_id
+        OR OLD.expires_at IS DISTINCT FROM NEW.expires_at)
+    EXECUTE FUNCTION reverie_log_fact();
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_kv_graph", _KV_GRAPH),
     ("0003_graph_extraction", _GRAPH_EXTRACTION),
     ("0005_skills_feedback", _SKILLS_FEEDBACK),
+    ("0006_supersession_log", _SUPERSESSION_LOG),
 ]
 
 

@@ -88,7 +88,8 @@ def _visible(flt: FactFilter, *, with_category: bool = True) -> tuple[str, list[
     sql, params = _scope_sql(flt.scope)
     clauses = [sql]
     if not flt.include_archived:
-        clauses.append("f.archived_at IS NULL")
+        # Current entries only: an entry a later one contradicted keeps superseded_by without being archived.
+        clauses.append("f.archived_at IS NULL AND f.superseded_by IS NULL")
     clauses.append("(f.expires_at IS NULL OR f.expires_at > ?)")
     params.append(ts(flt.now))
     if with_category and flt.category_prefix:
@@ -386,7 +387,11 @@ class SqliteFacts:
         return self._db.read(work)
 
 
-_TEXT_COLUMNS = "f.id, f.content, f.tags, f.category, f.user_id, f.session_id, f.archived_at IS NOT NULL"
+# "archived" to an index: not current (archived, or superseded by a contradicting entry).
+_TEXT_COLUMNS = (
+    "f.id, f.content, f.tags, f.category, f.user_id, f.session_id,"
+    " (f.archived_at IS NOT NULL OR f.superseded_by IS NOT NULL)"
+)
 
 
 def _text_row(row: tuple[Any, ...]) -> TextRow:

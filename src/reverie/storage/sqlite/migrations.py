@@ -536,6 +536,19 @@ CREATE INDEX feedback_session ON feedback (agent_id, session_id);
 CREATE INDEX feedback_at ON feedback (created_at);
 """
 
+_SUPERSESSION_LOG = """
+-- A contradicted entry stays unarchived with superseded_by set and leaves search: indexes must hear of it.
+DROP TRIGGER fact_log_update;
+CREATE TRIGGER fact_log_update
+AFTER UPDATE OF content, tags, category, archived_at, superseded_by, user_id, session_id, expires_at ON facts
+WHEN old.content IS NOT new.content OR old.tags IS NOT new.tags OR old.category IS NOT new.category
+    OR old.archived_at IS NOT new.archived_at OR old.superseded_by IS NOT new.superseded_by
+    OR old.user_id IS NOT new.user_id OR old.session_id IS NOT new.session_id OR old.expires_at IS NOT new.expires_at
+BEGIN
+    INSERT INTO fact_log (agent_id, fact_id) VALUES (new.agent_id, new.id);
+END;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -552,6 +565,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0013_kv_graph", _KV_GRAPH),
     ("0014_graph_extraction", _GRAPH_EXTRACTION),
     ("0016_skills_feedback", _SKILLS_FEEDBACK),
+    ("0017_supersession_log", _SUPERSESSION_LOG),
 ]
 
 

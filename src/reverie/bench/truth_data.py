@@ -1,0 +1,162 @@
+"""The generated traffic of ``reverie bench truth``: durable everyday facts about people and projects, each
+with later statements that contradict it (a negation, an antonym, a flipped comparison or move, a moved
+time), plain restatements, and twins (the same statement about someone else).
+
+Seeded, so runs compare. English, with varied wording: each contradiction kind has several templates and
+each template several ways to say the opposite. Nothing here is tuned to the stance vocabulary's lists beyond
+using ordinary English for each kind.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+NAMES = (
+    "Priya", "Kenji", "Maya", "Tomas", "Amara", "Lucas", "Sofia", "Daniel", "Leila", "Mateo", "Nora", "Hiro",
+    "Elena", "Kwame", "Ingrid", "Omar", "Clara", "Ravi", "Freya", "Diego", "Anika", "Felix", "Zara", "Marco",
+)  # fmt: skip
+PROJECTS = ("Harbor", "Lantern", "Atlas", "Beacon", "Compass", "Juniper", "Meridian", "Orbit", "Quarry", "Summit")
+CITIES = ("Lisbon", "Oslo", "Nairobi", "Kyoto", "Toronto", "Porto", "Denver", "Cairo", "Dublin", "Seoul")
+FOODS = ("peanuts", "shellfish", "gluten", "dairy", "sesame", "soy", "eggs", "strawberries")
+DRINKS = ("coffee", "black tea", "green tea", "espresso", "matcha", "sparkling water")
+DAYS = ("Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays")
+PAIRS = (
+    ("tabs", "spaces"), ("Vim", "Emacs"), ("Python", "Go"), ("PostgreSQL", "MySQL"), ("Slack", "email"),
+    ("trains", "planes"), ("mornings", "evenings"), ("Linux", "macOS"), ("React", "Vue"), ("tea", "coffee"),
+)  # fmt: skip
+LIKES = ("dark mode in the editor", "pair programming", "standing desks", "code reviews on Fridays",
+         "open-plan offices", "long design documents", "jazz concerts", "early flights")  # fmt: skip
+FEATURES = ("two-factor login", "the nightly backup job", "verbose logging", "the feature flag for search",
+            "automatic retries", "the staging mirror")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A durable fact, the ways to contradict it, and a question about it. ``{n}`` is the subject (a name or a
+    project), ``{x}`` and ``{y}`` the objects."""
+
+    kind: str  # negation, antonym, order, time
+    fact: str
+    contradictions: tuple[str, ...]
+    query: str
+    subject: str  # "person" or "project"
+    objects: tuple[tuple[Any, ...], ...]  # where {x} (and {y}) are drawn from: words, or pairs of words
+
+
+TEMPLATES = (
+    Template("negation", "{n} is allergic to {x}.",
+             ("{n} is not allergic to {x}.", "{n} isn't allergic to {x} after all.",
+              "{n} is no longer allergic to {x}."),
+             "is {n} allergic to {x}", "person", (FOODS,)),
+    Template("negation", "{n} drinks {x} every morning.",
+             ("{n} no longer drinks {x} every morning.", "{n} doesn't drink {x} every morning.",
+              "{n} stopped drinking {x} every morning."),
+             "what does {n} drink in the morning", "person", (DRINKS,)),
+    Template("negation", "{n} deploys on {x}.",
+             ("{n} never deploys on {x}.", "{n} does not deploy on {x}."),
+             "when does {n} deploy", "project", (DAYS,)),
+    Template("negation", "{n} can work on weekends.",
+             ("{n} cannot work on weekends.", "{n} can't work on weekends."),
+             "can {n} work on weekends", "person", ()),
+    Template("antonym", "{n} likes {x}.",
+             ("{n} dislikes {x}.", "{n} hates {x}."),
+             "how does {n} feel about {x}", "person", (LIKES,)),
+    Template("antonym", "For {n}, {x} is enabled.",
+             ("For {n}, {x} is disabled.",),
+             "is {x} enabled for {n}", "project", (FEATURES,)),
+    Template("antonym", "Dogs are allowed in the {x} office of {n}.",
+             ("Dogs are forbidden in the {x} office of {n}.", "Dogs are not allowed in the {x} office of {n}."),
+             "may I bring a dog to the {x} office of {n}", "project", (CITIES,)),
+    Template("antonym", "{n} runs the database migrations before the release.",
+             ("{n} runs the database migrations after the release.",),
+             "when does {n} run the database migrations", "project", ()),
+    Template("order", "{n} prefers {x} over {y}.",
+             ("{n} prefers {y} over {x}.", "{n} prefers {y} rather than {x}."),
+             "does {n} prefer {x} or {y}", "person", (PAIRS,)),
+    Template("order", "{n} uses {x} instead of {y}.",
+             ("{n} uses {y} instead of {x}.",),
+             "which does {n} use, {x} or {y}", "person", (PAIRS,)),
+    Template("order", "{n} moved from {x} to {y}.",
+             ("{n} moved from {y} to {x}.",),
+             "where did {n} move", "person", (CITIES, CITIES)),
+    Template("time", "{n} is on call this week.",
+             ("{n} was on call last week.",),
+             "who is on call this week, is {n}", "person", ()),
+    Template("time", "{n} works remotely now.",
+             ("{n} previously worked remotely.", "{n} used to work remotely."),
+             "does {n} work remotely", "person", ()),
+    Template("time", "{n} will lead the {x} launch.",
+             ("{n} was leading the {x} launch.",),
+             "who leads the {x} launch", "person", (PROJECTS,)),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TruthFact:
+    """One generated fact with its contradicting statement, a question about it, and a twin (the same
+    statement about another subject)."""
+
+    text: str
+    contradiction: str
+    query: str
+    twin: str
+    kind: str
+
+
+def _fill(template: Template, subject: str, objects: tuple[str, ...], text: str) -> str:
+    x = objects[0] if objects else ""
+    y = objects[1] if len(objects) > 1 else ""
+    return text.format(n=subject, x=x, y=y)
+
+
+def _objects(template: Template, rng: random.Random) -> tuple[str, ...]:
+    if not template.objects:
+        return ()
+    if len(template.objects) == 2:  # two distinct draws from one list (from a city to another)
+        first, second = rng.sample(template.objects[0], 2)
+        return (first, second)
+    drawn = rng.choice(template.objects[0])
+    return drawn if isinstance(drawn, tuple) else (drawn,)
+
+
+def truth_facts(count: int, seed: int) -> list[TruthFact]:
+    """``count`` facts, pairwise different (subject, template and objects), round-robin over the templates
+    so every kind is represented."""
+    rng = random.Random(seed)
+    seen: set[str] = set()
+    out: list[TruthFact] = []
+    attempts = 0
+    while len(out) < count and attempts < count * 200:
+        attempts += 1
+        template = TEMPLATES[len(out) % len(TEMPLATES)]
+        pool = NAMES if template.subject == "person" else PROJECTS
+        subject, other = rng.sample(pool, 2)
+        objects = _objects(template, rng)
+        text = _fill(template, subject, objects, template.fact)
+        if text in seen:
+            continue
+        seen.add(text)
+        said = rng.choice(template.contradictions)
+        out.append(
+            TruthFact(
+                text=text,
+                contradiction=_fill(template, subject, objects, said),
+                query=_fill(template, subject, objects, template.query),
+                twin=_fill(template, other, objects, template.fact),
+                kind=template.kind,
+            )
+        )
+    return out
+
+
+def restatement(text: str, rng: random.Random) -> str:
+    """The same statement again, as people and models repeat themselves: as said, lower-cased, or without
+    its closing period. (Not SHOUTED: ``bench dedup`` covers that; here it would blur what is measured.)"""
+    how = rng.choice(("same", "lower", "bare"))
+    if how == "lower":
+        return text.lower()
+    if how == "bare":
+        return text.rstrip(".")
+    return text

@@ -1,0 +1,311 @@
+"""Stance: do two similar texts say the same thing, or does one take back, reverse or move what the other says?
+
+Similarity (token Jaccard, cosine) finds texts *about* the same thing; it cannot tell "Priya likes dark mode"
+from "Priya dislikes dark mode". Every place that decides two texts say the same thing (save-time
+deduplication, the semantic fold after embedding, the forget sweep's cold fold, ``memory_semantic_consolidate``
+and the dream's merge coverage check) asks ``stance_difference`` as well. Two texts differ in stance when:
+
+- **negation**: one negates what the other asserts — the parity of negation markers differs (``not``, ``no``,
+  ``never``, ``no longer``, ``n't``, ``without``, ``stopped``, ``quit``, ``cannot``…). "doesn't" and "does not"
+  are one marker each, so a re-worded negation is still a restatement;
+- **antonym**: a word is replaced by its opposite (likes/dislikes, allowed/forbidden, on/off, before/after…), or
+  by itself with a negative prefix (available/unavailable) — one text has one side and not the other, the
+  other text the reverse;
+- **order**: a comparison or a move flips ("tabs over spaces" / "spaces over tabs", "A rather than B",
+  "from Lisbon to Porto" / "from Porto to Lisbon");
+- **time**: the time reference moves (this week / last week, now / previously, used to, will / was): the
+  texts' time classes differ by a past or future one. Adding only a present marker ("is", "now") is not a
+  move.
+
+The words live in a vocabulary (``StanceVocabulary``), English built in as ``stance-en.json`` beside this
+module; another language is another file of the same shape, and a deployment extends it with
+``<home>/stance-vocabulary.json`` (``core.stance_vocabulary``). Stance words are kept here even though search
+drops them as stopwords: "not" is the whole difference between two beliefs.
+
+Invariants: pure and deterministic; symmetric (``stance_difference(a, b)`` and ``(b, a)`` agree on whether the
+texts differ); texts equal after collapsing whitespace never differ; a text with no word at all has no
+stance that can be parsed (``parse_failed``), and callers treat such a save as new, never as a restatement.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY, StanceVocabulary
+from reverie.core.text import STOPWORDS
+
+__all__ = [
+    "DEFAULT_STANCE_VOCABULARY",
+    "StanceDifference",
+    "StanceVocabulary",
+    "conflicting_sources",
+    "merge_stance_conflict",
+    "parse_failed",
+    "same_text",
+    "same_topic",
+    "stance_difference",
+    "topic_overlap",
+    "topic_words",
+]
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
+_CLAUSE_PUNCTUATION = re.compile(r"[.;:!?\n]+|,\s|\s[-–—]\s|\(|\)")
+WINDOW = 4  # content words a comparison marker's sides reach
+TOPIC_OVERLAP = 0.5  # topic-word Jaccard from which two texts are about the same thing
+
+
+@dataclass(frozen=True, slots=True)
+class StanceDifference:
+    """Why two texts differ in stance: ``kind`` (negation, antonym, order, time) and the evidence words
+    (what one text says against what the other says)."""
+
+    kind: str
+    evidence: tuple[str, ...]
+
+    def describe(self) -> str:
+        if self.kind == "negation":
+            return "one negates the other (" + ", ".join(self.evidence) + ")"
+        if self.kind == "antonym":
+            return "opposite words (" + " / ".join(self.evidence) + ")"
+        if self.kind == "order":
+            return "the order flips (" + " / ".join(self.evidence) + ")"
+        return "the time moves (" + " / ".join(self.evidence) + ")"
+
+
+def same_text(a: str, b: str) -> bool:
+    """Equal once whitespace is collapsed: a restatement whatever the vocabulary says."""
+    return " ".join(a.split()) == " ".join(b.split())
+
+
+def _tokens(text: str, vocabulary: StanceVocabulary) -> list[str]:
+    """Lower-cased words with contractions spelt out ("can't" → "can not", "isn't" → "is not") and the
+    vocabulary's phrases joined into one token ("no longer" → "no longer")."""
+    words: list[str] = []
+    suffix = vocabulary.contraction_suffix
+    for match in _WORD.finditer(text.replace("’", "'").lower()):
+        word = match.group(0)
+        spelt = vocabulary.contractions.get(word)
+        if spelt is not None:
+            words.extend(spelt.split())
+        elif suffix and word.endswith(suffix) and len(word) > len(suffix):
+            words.extend([word[: -len(suffix)], "not"])
+        else:
+            words.extend(part for part in word.split("'") if part)
+    return _join_phrases(words, vocabulary.phrases)
+
+
+def _join_phrases(words: list[str], phrases: Mapping[int, frozenset[str]]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    lengths = sorted(phrases, reverse=True)
+    while i < len(words):
+        for n in lengths:
+            candidate = " ".join(words[i : i + n])
+            if i + n <= len(words) and candidate in phrases[n]:
+                out.append(candidate)
+                i += n
+                break
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
+def parse_failed(text: str) -> bool:
+    """A text with no word (only symbols or emoji): its stance cannot be read."""
+    return _WORD.search(text) is None
+
+
+def _negations(tokens: Sequence[str], vocabulary: StanceVocabulary) -> list[str]:
+    return [t for t in tokens if t in vocabulary.negations]
+
+
+def _negation_difference(a: Sequence[str], b: Sequence[str], vocabulary: StanceVocabulary) -> StanceDifference | None:
+    left, right = _negations(a, vocabulary), _negations(b, vocabulary)
+    if len(left) % 2 == len(right) % 2:
+        return None
+    extra = [t for t in right if t not in left] or [t for t in left if t not in right] or (left or right)
+    return StanceDifference("negation", tuple(dict.fromkeys(extra)))
+
+
+def _antonym_difference(a: Sequence[str], b: Sequence[str], vocabulary: StanceVocabulary) -> StanceDifference | None:
+    left, right = set(a), set(b)
+    for first, second in vocabulary.antonyms:
+        a1, a2, b1, b2 = left & first, left & second, right & first, right & second
+        if a1 and not a2 and b2 and not b1:
+            return StanceDifference("antonym", (min(a1), min(b2)))
+        if a2 and not a1 and b1 and not b2:
+            return StanceDifference("antonym", (min(a2), min(b1)))
+    return _prefix_difference(left, right, vocabulary) or _prefix_difference(right, left, vocabulary)
+
+
+def _prefix_difference(left: set[str], right: set[str], vocabulary: StanceVocabulary) -> StanceDifference | None:
+    """A word in ``left`` whose negatively prefixed form ("un" + word) is in ``right`` and not in ``left``,
+    while ``right`` lacks the bare word."""
+    for word in sorted(left - right):
+        if len(word) < vocabulary.negative_prefix_min_base:
+            continue
+        for prefix in vocabulary.negative_prefixes:
+            negated = prefix + word
+            if negated in right and negated not in left:
+                return StanceDifference("antonym", (word, negated))
+    return None
+
+
+def _content(token: str, vocabulary: StanceVocabulary, stopwords: frozenset[str]) -> bool:
+    return token not in stopwords and token not in vocabulary.negations and token not in vocabulary.order_markers
+
+
+def _pairs(tokens: Sequence[str], vocabulary: StanceVocabulary, stopwords: frozenset[str]) -> set[tuple[str, str]]:
+    """Directed (before, after) word pairs around each comparison marker ("tabs over spaces" → (tabs, spaces))
+    and each move ("from Lisbon to Porto" → (lisbon, porto), in either order of the two parts)."""
+    pairs: set[tuple[str, str]] = set()
+    for i, token in enumerate(tokens):
+        if token not in vocabulary.order_markers:
+            continue
+        before = [t for t in tokens[max(0, i - 2 * WINDOW) : i] if _content(t, vocabulary, stopwords)][-WINDOW:]
+        after = [t for t in tokens[i + 1 : i + 1 + 2 * WINDOW] if _content(t, vocabulary, stopwords)][:WINDOW]
+        pairs.update((x, y) for x in before for y in after if x != y)
+    for start, end in vocabulary.moves:
+        if start not in tokens or end not in tokens:
+            continue
+        origin = _following(tokens, tokens.index(start), {end}, vocabulary, stopwords)
+        target = _following(tokens, tokens.index(end), {start}, vocabulary, stopwords)
+        pairs.update((x, y) for x in origin for y in target if x != y)
+    return pairs
+
+
+def _following(
+    tokens: Sequence[str], at: int, stop: set[str], vocabulary: StanceVocabulary, stopwords: frozenset[str]
+) -> list[str]:
+    out: list[str] = []
+    for token in tokens[at + 1 : at + 1 + 2 * WINDOW]:
+        if token in stop:
+            break
+        if _content(token, vocabulary, stopwords):
+            out.append(token)
+    return out[:WINDOW]
+
+
+def _order_difference(
+    a: Sequence[str], b: Sequence[str], vocabulary: StanceVocabulary, stopwords: frozenset[str]
+) -> StanceDifference | None:
+    left, right = _pairs(a, vocabulary, stopwords), _pairs(b, vocabulary, stopwords)
+    for x, y in sorted(left):
+        if (y, x) in right and (x, y) not in right:
+            return StanceDifference("order", (f"{x} before {y}", f"{y} before {x}"))
+    return None
+
+
+def _times(tokens: Sequence[str], vocabulary: StanceVocabulary) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for token in tokens:
+        kind = vocabulary.times.get(token)
+        if kind is not None:
+            found.setdefault(kind, []).append(token)
+    return found
+
+
+def _time_difference(a: Sequence[str], b: Sequence[str], vocabulary: StanceVocabulary) -> StanceDifference | None:
+    left, right = _times(a, vocabulary), _times(b, vocabulary)
+    moved = (set(left) ^ set(right)) - {vocabulary.present}
+    if not moved:
+        return None
+    said = [w for kind in sorted(set(left) - set(right)) for w in left[kind]]
+    against = [w for kind in sorted(set(right) - set(left)) for w in right[kind]]
+    return StanceDifference("time", (", ".join(dict.fromkeys(said)) or "-", ", ".join(dict.fromkeys(against)) or "-"))
+
+
+def stance_difference(
+    a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
+) -> StanceDifference | None:
+    """How ``b`` differs in stance from ``a`` (see the module docstring), or None when it does not."""
+    if same_text(a, b):
+        return None
+    left, right = _tokens(a, vocabulary), _tokens(b, vocabulary)
+    return (
+        _negation_difference(left, right, vocabulary)
+        or _antonym_difference(left, right, vocabulary)
+        or _order_difference(left, right, vocabulary, STOPWORDS)
+        or _time_difference(left, right, vocabulary)
+    )
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def topic_words(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> frozenset[str]:
+    """What a text is about: its words without function words and without the words that carry stance
+    (negations, antonyms, time references, comparison markers), crudely singularised."""
+    stance = vocabulary.stance_words
+    return frozenset(_stem(t) for t in _tokens(text, vocabulary) if t not in STOPWORDS and t not in stance)
+
+
+def topic_overlap(a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> float:
+    """The Jaccard similarity of two texts' topic words (``topic_words``), in [0, 1]."""
+    return _overlap(topic_words(a, vocabulary), topic_words(b, vocabulary))
+
+
+def same_topic(a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> bool:
+    """Whether two texts talk about the same thing closely enough for a stance difference to be a
+    contradiction rather than two facts (``TOPIC_OVERLAP`` of their topic words)."""
+    return topic_overlap(a, b, vocabulary) >= TOPIC_OVERLAP
+
+
+def conflicting_sources(
+    texts: Sequence[str], vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
+) -> tuple[int, int, StanceDifference] | None:
+    """The first pair of ``texts`` (by position) about the same topic (``same_topic``) that differ in
+    stance, with the difference; None when none do. Quadratic in the number of texts: callers pass a
+    merge's sources (a handful)."""
+    for i, j in combinations(range(len(texts)), 2):
+        if not same_topic(texts[i], texts[j], vocabulary):
+            continue  # "likes tea" and "doesn't drink coffee" are two facts, not one fact and its negation
+        found = stance_difference(texts[i], texts[j], vocabulary)
+        if found is not None:
+            return i, j, found
+    return None
+
+
+def _clauses(text: str, vocabulary: StanceVocabulary) -> list[str]:
+    parts = _CLAUSE_PUNCTUATION.split(text)
+    if vocabulary.clause_breaks:
+        breaks = re.compile(r"\s(?:" + "|".join(map(re.escape, sorted(vocabulary.clause_breaks))) + r")\s", re.I)
+        parts = [piece for part in parts for piece in breaks.split(part)]
+    return [p.strip() for p in parts if _WORD.search(p)]
+
+
+def _overlap(a: Iterable[str], b: Iterable[str]) -> float:
+    left, right = set(a), set(b)
+    union = left | right
+    return len(left & right) / len(union) if union else 0.0
+
+
+def merge_stance_conflict(
+    sources: Sequence[str], merged: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
+) -> StanceDifference | None:
+    """Whether a merge of ``sources`` into ``merged`` mixes or flips stances: two sources that differ in
+    stance may never become one text, and each clause of each source must keep its stance in the clause of
+    ``merged`` that says most nearly the same thing (negation, antonym, order or time moved there is a flip).
+    A merge that contains every source verbatim only fails when the sources themselves disagree."""
+    conflict = conflicting_sources(sources, vocabulary)
+    if conflict is not None:
+        return conflict[2]
+    targets = [(c, topic_words(c, vocabulary)) for c in _clauses(merged, vocabulary)]
+    if not targets:
+        return None
+    for source in sources:
+        for clause in _clauses(source, vocabulary):
+            if any(same_text(clause, target) for target, _ in targets):
+                continue
+            words = topic_words(clause, vocabulary)
+            score, best = max(((_overlap(words, w), c) for c, w in targets), key=lambda pair: pair[0])
+            if score >= TOPIC_OVERLAP:
+                found = stance_difference(clause, best, vocabulary)
+                if found is not None:
+                    return found
+    return None
