@@ -173,19 +173,25 @@ class EntryVersion:
 @dataclass(frozen=True, slots=True)
 class Contradiction:
     """A save met an earlier entry that says the opposite (``core.stance``): its id and text, how the
-    stances differ (``kind``: negation, antonym, order, time; ``evidence``: the words), and whether the
-    earlier entry is now superseded by the new one (false under ``on_contradiction = "keep_both"``)."""
+    stances differ (``kind``: negation, antonym, order, time; ``earlier_words`` and ``new_words``: the words
+    that carry each side's stance, one side possibly none), and whether the earlier entry is now superseded by
+    the new one (false under ``on_contradiction = "keep_both"``)."""
 
     entry_id: str
     content: str
     kind: str
-    evidence: tuple[str, ...]
+    earlier_words: tuple[str, ...]
+    new_words: tuple[str, ...]
     superseded: bool
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        return self.earlier_words + self.new_words
 
     def message(self) -> str:
         """What the caller is told, naming both texts' ids."""
         said = self.content if len(self.content) <= 80 else self.content[:79] + "…"
-        why = f"{self.kind}: {' / '.join(self.evidence)}"
+        why = f"{self.kind}: {', '.join(self.earlier_words) or '-'} / {', '.join(self.new_words) or '-'}"
         if self.superseded:
             return (
                 f"this contradicts [{self.entry_id}] ('{said}'; {why}); saved as the current belief, "

@@ -17,6 +17,8 @@ from reverie.bench.dedup import synthetic_facts as dedup_facts
 from reverie.bench.latency import run_latency, synthetic_facts, synthetic_queries
 from reverie.bench.locomo import load_locomo
 from reverie.bench.recall import MODES, run_recall
+from reverie.bench.truth import run_truth
+from reverie.bench.truth_data import truth_facts
 from reverie.cli import app
 from reverie.errors import ValidationError
 
@@ -232,3 +234,21 @@ def test_dedup_bench_facts_and_twins_differ_in_a_specific() -> None:
     rng = random.Random(1)
     for fact in facts[:50]:
         assert twin(fact, rng).text() != fact.text()
+
+
+def test_truth_bench_swallows_no_correction_and_the_baseline_does() -> None:
+    report = run_truth(facts=28, restated=3, twins=6, overrides={"embedding": {"provider": "hash"}})
+    on, off = report.runs
+    assert (on.stance_check, off.stance_check) == (True, False)
+    assert on.contradictions == 28 and set(on.by_kind) == {"negation", "antonym", "order", "time"}
+    assert on.false_reinforcements == 0 and on.findable_by_id == 28 and on.superseded_kept == 28
+    assert on.current_above >= 26 and on.twins_apart == 6
+    assert off.false_reinforcements > 10 and off.superseded_kept == 0  # what saves did before the check
+    assert on.outcomes["contradiction:superseded"] == 28
+
+
+def test_truth_bench_facts_are_distinct_and_twins_are_other_subjects() -> None:
+    facts = truth_facts(120, 7)
+    assert len({f.text for f in facts}) == 120 and all(f.contradiction != f.text for f in facts)
+    texts = {f.text for f in facts}
+    assert all(f.twin not in texts for f in facts if f.twin)

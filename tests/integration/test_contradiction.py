@@ -32,7 +32,7 @@ SEMANTIC = [
     ("Priya is allergic to peanuts.", "Priya isn't allergic to peanuts at all.", "negation"),
     ("Priya likes dark mode in her editor.", "In her code editor, Priya dislikes the dark mode.", "antonym"),
     ("Priya prefers tabs over spaces for indentation.", "For indenting, Priya favours spaces over tabs.", "order"),
-    ("Priya works remotely now.", "Priya previously worked remotely.", "time"),
+    ("Priya works remotely now.", "Priya previously worked remotely from home.", "time"),
 ]
 ONE_OF_EACH = [
     ("Priya is allergic to peanuts.", "Priya is not allergic to peanuts.", "negation"),

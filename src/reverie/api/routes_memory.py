@@ -56,7 +56,8 @@ class ContradictionOut(BaseModel):
     id: str = Field(description="the earlier entry the save contradicts")
     content: str
     kind: str = Field(description="negation, antonym, order or time")
-    evidence: list[str] = Field(description="the words on each side")
+    earlier_words: list[str] = Field(description="the words that carry the earlier entry's stance (may be none)")
+    new_words: list[str] = Field(description="the words that carry the new text's stance (may be none)")
     superseded: bool = Field(description="the earlier entry is now superseded by the new one")
     message: str
 

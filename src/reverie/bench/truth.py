@@ -90,7 +90,8 @@ def _plan(facts: list[TruthFact], restated: int, twins: int, rng: random.Random)
         first.append(("fact", index, fact.text))
         first.extend(("fact", index, restatement(fact.text, rng)) for _ in range(restated - 1))
     rng.shuffle(first)
-    for index in rng.sample(range(len(facts)), min(twins, len(facts))):
+    with_twin = [i for i, fact in enumerate(facts) if fact.twin]
+    for index in rng.sample(with_twin, min(twins, len(with_twin))):
         first.append(("twin", index, facts[index].twin))
     second: list[tuple[str, int, str]] = [("contradiction", i, f.contradiction) for i, f in enumerate(facts)]
     rng.shuffle(second)

@@ -123,28 +123,35 @@ def _objects(template: Template, rng: random.Random) -> tuple[str, ...]:
 
 def truth_facts(count: int, seed: int) -> list[TruthFact]:
     """``count`` facts, pairwise different (subject, template and objects), round-robin over the templates
-    so every kind is represented."""
+    so every kind is represented. A twin's subject has no fact of the same template: the twin is a different
+    fact, never another generated fact restated (nor the same fact with one ordinary word swapped)."""
     rng = random.Random(seed)
     seen: set[str] = set()
     out: list[TruthFact] = []
+    drawn: list[tuple[Template, str, tuple[str, ...]]] = []
     attempts = 0
-    while len(out) < count and attempts < count * 200:
+    while len(drawn) < count and attempts < count * 200:
+        template = TEMPLATES[attempts % len(TEMPLATES)]  # round robin; a template without variety left is passed
         attempts += 1
-        template = TEMPLATES[len(out) % len(TEMPLATES)]
-        pool = NAMES if template.subject == "person" else PROJECTS
-        subject, other = rng.sample(pool, 2)
+        subject = rng.choice(NAMES if template.subject == "person" else PROJECTS)
         objects = _objects(template, rng)
-        text = _fill(template, subject, objects, template.fact)
-        if text in seen:
-            continue
-        seen.add(text)
+        # One fact per subject and set of objects: "Ravi prefers tea over coffee" and "Ravi uses tea instead of
+        # coffee" would be two wordings of one belief, and their contradictions would cross.
+        key = f"{subject}|{'|'.join(sorted(objects))}" if objects else _fill(template, subject, objects, template.fact)
+        if key not in seen:
+            seen.add(key)
+            drawn.append((template, subject, objects))
+    for template, subject, objects in drawn:
+        taken = {s for t, s, _ in drawn if t is template}
+        free = [n for n in (NAMES if template.subject == "person" else PROJECTS) if n not in taken]
+        other = rng.choice(free) if free else subject  # no free subject: the twin is the fact itself
         said = rng.choice(template.contradictions)
         out.append(
             TruthFact(
-                text=text,
+                text=_fill(template, subject, objects, template.fact),
                 contradiction=_fill(template, subject, objects, said),
                 query=_fill(template, subject, objects, template.query),
-                twin=_fill(template, other, objects, template.fact),
+                twin=_fill(template, other, objects, template.fact) if other != subject else "",
                 kind=template.kind,
             )
         )

@@ -25,7 +25,7 @@ def entry_line(entry: MemoryEntry, now: datetime, *, score: float | None = None)
     if entry.source:
         extras.append(f"source={entry.source}")
     if entry.archived:
-        extras.append("archived")
+        extras.append("archived" if entry.superseded_by is None else f"archived, superseded by {entry.superseded_by}")
     elif entry.superseded_by is not None:
         extras.append(
             f"superseded by {entry.superseded_by}" + (f" since {entry.valid_to[:10]}" if entry.valid_to else "")
@@ -50,7 +50,7 @@ def hits(results: list[SearchHit], now: datetime, query: str) -> None:
         if hit.matched_by == "pinned":
             line = f"[yellow]pinned[/] {line}"
         elif hit.matched_by == "superseded":
-            line = f"[yellow]superseded by {escape(hit.entry.superseded_by or '?')}[/] {line}"
+            line = f"[yellow]superseded[/] {line}"  # by whom: the line's own extras say
         console.print(line)
 
 
@@ -60,7 +60,8 @@ def finding_line(finding: LintFinding) -> str:
     head = (
         f"[cyan]{finding.newer_id}[/] (newer) vs [cyan]{finding.older_id}[/] [magenta]({escape(finding.category)})[/]:"
     )
-    said = f" {escape(', '.join(finding.newer_specifics))} vs {escape(', '.join(finding.older_specifics))}"
+    newer, older = ", ".join(finding.newer_specifics) or "-", ", ".join(finding.older_specifics) or "-"
+    said = f" {escape(newer)} vs {escape(older)}"
     if finding.kind == "superseded":
         return f"{head}{said} [dim]— {escape(finding.measure)}: {finding.older_id} kept as superseded[/]"
     label = " [yellow]stance[/]" if finding.kind == "stance" else ""

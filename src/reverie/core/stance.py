@@ -30,9 +30,14 @@ stance that can be parsed (``parse_failed``), and callers treat such a save as n
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import combinations
+from typing import Any
+
+import Stemmer  # type: ignore[import-not-found]  # PyStemmer is one C module without type information
 
 from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY, StanceVocabulary
 from reverie.core.text import STOPWORDS
@@ -59,20 +64,30 @@ TOPIC_OVERLAP = 0.5  # topic-word Jaccard from which two texts are about the sam
 
 @dataclass(frozen=True, slots=True)
 class StanceDifference:
-    """Why two texts differ in stance: ``kind`` (negation, antonym, order, time) and the evidence words
-    (what one text says against what the other says)."""
+    """Why two texts differ in stance: ``kind`` (negation, antonym, order, time) and the evidence words of
+    each side (``first``: the first text's, ``second``: the second's; one side may have none, as the text
+    without a negation)."""
 
     kind: str
-    evidence: tuple[str, ...]
+    first: tuple[str, ...]
+    second: tuple[str, ...]
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        """Both sides' words, the first text's first."""
+        return self.first + self.second
+
+    def swapped(self) -> StanceDifference:
+        """The same difference read from the other text."""
+        return StanceDifference(self.kind, self.second, self.first)
+
+    def sides(self) -> str:
+        """``first / second``, each side's words joined (``-`` for a side without any)."""
+        return f"{', '.join(self.first) or '-'} / {', '.join(self.second) or '-'}"
 
     def describe(self) -> str:
-        if self.kind == "negation":
-            return "one negates the other (" + ", ".join(self.evidence) + ")"
-        if self.kind == "antonym":
-            return "opposite words (" + " / ".join(self.evidence) + ")"
-        if self.kind == "order":
-            return "the order flips (" + " / ".join(self.evidence) + ")"
-        return "the time moves (" + " / ".join(self.evidence) + ")"
+        what = {"negation": "one negates the other", "antonym": "opposite words", "order": "the order flips"}
+        return f"{what.get(self.kind, 'the time moves')} ({self.sides()})"
 
 
 def same_text(a: str, b: str) -> bool:
@@ -127,8 +142,7 @@ def _negation_difference(a: Sequence[str], b: Sequence[str], vocabulary: StanceV
     left, right = _negations(a, vocabulary), _negations(b, vocabulary)
     if len(left) % 2 == len(right) % 2:
         return None
-    extra = [t for t in right if t not in left] or [t for t in left if t not in right] or (left or right)
-    return StanceDifference("negation", tuple(dict.fromkeys(extra)))
+    return StanceDifference("negation", tuple(dict.fromkeys(left)), tuple(dict.fromkeys(right)))
 
 
 def _antonym_difference(a: Sequence[str], b: Sequence[str], vocabulary: StanceVocabulary) -> StanceDifference | None:
@@ -136,14 +150,18 @@ def _antonym_difference(a: Sequence[str], b: Sequence[str], vocabulary: StanceVo
     for first, second in vocabulary.antonyms:
         a1, a2, b1, b2 = left & first, left & second, right & first, right & second
         if a1 and not a2 and b2 and not b1:
-            return StanceDifference("antonym", (min(a1), min(b2)))
+            return StanceDifference("antonym", (min(a1),), (min(b2),))
         if a2 and not a1 and b1 and not b2:
-            return StanceDifference("antonym", (min(a2), min(b1)))
-    return _prefix_difference(left, right, vocabulary) or _prefix_difference(right, left, vocabulary)
+            return StanceDifference("antonym", (min(a2),), (min(b1),))
+    found = _prefix_pair(left, right, vocabulary)
+    if found is not None:
+        return StanceDifference("antonym", (found[0],), (found[1],))
+    found = _prefix_pair(right, left, vocabulary)
+    return None if found is None else StanceDifference("antonym", (found[1],), (found[0],))
 
 
-def _prefix_difference(left: set[str], right: set[str], vocabulary: StanceVocabulary) -> StanceDifference | None:
-    """A word in ``left`` whose negatively prefixed form ("un" + word) is in ``right`` and not in ``left``,
+def _prefix_pair(left: set[str], right: set[str], vocabulary: StanceVocabulary) -> tuple[str, str] | None:
+    """A word in ``left`` and its negatively prefixed form ("un" + word) in ``right`` (and not in ``left``),
     while ``right`` lacks the bare word."""
     for word in sorted(left - right):
         if len(word) < vocabulary.negative_prefix_min_base:
@@ -151,7 +169,7 @@ def _prefix_difference(left: set[str], right: set[str], vocabulary: StanceVocabu
         for prefix in vocabulary.negative_prefixes:
             negated = prefix + word
             if negated in right and negated not in left:
-                return StanceDifference("antonym", (word, negated))
+                return word, negated
     return None
 
 
@@ -196,7 +214,7 @@ def _order_difference(
     left, right = _pairs(a, vocabulary, stopwords), _pairs(b, vocabulary, stopwords)
     for x, y in sorted(left):
         if (y, x) in right and (x, y) not in right:
-            return StanceDifference("order", (f"{x} before {y}", f"{y} before {x}"))
+            return StanceDifference("order", (f"{x} before {y}",), (f"{y} before {x}",))
     return None
 
 
@@ -216,7 +234,7 @@ def _time_difference(a: Sequence[str], b: Sequence[str], vocabulary: StanceVocab
         return None
     said = [w for kind in sorted(set(left) - set(right)) for w in left[kind]]
     against = [w for kind in sorted(set(right) - set(left)) for w in right[kind]]
-    return StanceDifference("time", (", ".join(dict.fromkeys(said)) or "-", ", ".join(dict.fromkeys(against)) or "-"))
+    return StanceDifference("time", tuple(dict.fromkeys(said)), tuple(dict.fromkeys(against)))
 
 
 def stance_difference(
@@ -234,15 +252,30 @@ def stance_difference(
     )
 
 
-def _stem(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+_STEMMER_LOCK = threading.Lock()  # a PyStemmer object is not thread-safe
+
+
+@lru_cache(maxsize=8)
+def _stemmer(language: str) -> Any:
+    """The Snowball stemmer of ``language`` (PyStemmer), or None when it has none."""
+    return Stemmer.Stemmer(language) if language in Stemmer.algorithms() else None
+
+
+@lru_cache(maxsize=1 << 16)
+def _stem(word: str, language: str) -> str:
+    """``word`` stemmed in ``language`` ("worked", "works" → "work"); without a stemmer, a plural "s" dropped."""
+    stemmer = _stemmer(language) if language else None
+    if stemmer is None:
+        return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+    with _STEMMER_LOCK:
+        return str(stemmer.stemWord(word))
 
 
 def topic_words(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> frozenset[str]:
     """What a text is about: its words without function words and without the words that carry stance
-    (negations, antonyms, time references, comparison markers), crudely singularised."""
-    stance = vocabulary.stance_words
-    return frozenset(_stem(t) for t in _tokens(text, vocabulary) if t not in STOPWORDS and t not in stance)
+    (negations, antonyms, time references, comparison markers), stemmed (the vocabulary's ``stemmer``)."""
+    stance, language = vocabulary.stance_words, vocabulary.stemmer
+    return frozenset(_stem(t, language) for t in _tokens(text, vocabulary) if t not in STOPWORDS and t not in stance)
 
 
 def topic_overlap(a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> float:

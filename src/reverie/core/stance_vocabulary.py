@@ -12,7 +12,8 @@ negation), ``contractions`` (a word → how it is spelt out: "can't" → "can no
 other), ``negativePrefixes`` and ``negativePrefixMinBase`` ("un" + a word of at least that length is its
 opposite), ``orderMarkers`` (words or phrases with a before and an after: "over", "rather than"),
 ``moveMarkers`` (pairs: "from" … "to"), ``times`` (class → words or phrases; ``presentTime`` names the class
-that adding alone is no move), ``clauseBreaks`` (words that split a merged text into clauses).
+that adding alone is no move), ``clauseBreaks`` (words that split a merged text into clauses), ``stemmer``
+(a Snowball stemmer's name, for comparing what two texts are about: "worked" and "works" are one word).
 
 Invariants: words are held lower-cased; ``load_stance_vocabulary`` never raises and never disables the
 check — a missing home file gives the built-in vocabulary, a malformed one the built-in and a warning.
@@ -54,6 +55,7 @@ class StanceVocabulary:
     contraction_suffix: str = ""
     clause_breaks: frozenset[str] = frozenset()
     languages: tuple[str, ...] = ()
+    stemmer: str = ""  # a Snowball stemmer's name (PyStemmer: "english", "portuguese"…); none: plurals only
 
     # Derived once (the check runs on every save): every multi-word entry by its number of words, and every
     # word that can carry stance (topic comparisons leave them out).
@@ -87,6 +89,7 @@ class StanceVocabulary:
             contraction_suffix=other.contraction_suffix or self.contraction_suffix,
             clause_breaks=self.clause_breaks | other.clause_breaks,
             languages=tuple(dict.fromkeys(self.languages + other.languages)),
+            stemmer=other.stemmer or self.stemmer,
         )
 
 
@@ -161,7 +164,7 @@ def _text(document: Mapping[str, Any], key: str, default: str) -> str:
 _KEYS = frozenset(
     {"language", "builtIn", "negations", "negationPhrases", "contractions", "contractionSuffix", "antonyms",
      "negativePrefixes", "negativePrefixMinBase", "orderMarkers", "moveMarkers", "times", "presentTime",
-     "clauseBreaks"}
+     "clauseBreaks", "stemmer"}
 )  # fmt: skip
 
 
@@ -188,6 +191,7 @@ def parse_stance_vocabulary(text: str) -> StanceVocabulary:
         contraction_suffix=_text(document, "contractionSuffix", ""),
         clause_breaks=_lowered(_strings(document, "clauseBreaks")),
         languages=(language,) if isinstance(language, str) and language else (),
+        stemmer=_text(document, "stemmer", ""),
     )
 
 

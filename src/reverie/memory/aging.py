@@ -289,10 +289,10 @@ class Aging:
     def _contradicts(self, a: MemoryEntry, b: MemoryEntry, now: datetime, contradicted: set[str]) -> bool:
         """Whether ``a`` and ``b`` differ in stance; if so the older is superseded by the newer (unless
         ``keep_both``) and, either way, left out of the fold."""
-        difference = stance_difference(a.content, b.content, self._vocabulary().stance)
+        older, newer = older_newer(a, b)
+        difference = stance_difference(older.content, newer.content, self._vocabulary().stance)
         if difference is None:
             return False
-        older, newer = older_newer(a, b)
         if supersede(self._store, older, newer, difference, now, mode=self.config.on_contradiction).superseded:
             contradicted.add(older.id)
         return True

@@ -57,11 +57,12 @@ def supersede_older(
     if first is None or second is None or not (first.current and second.current):
         return None
     older, newer = older_newer(first, second)
-    return supersede(store, older, newer, difference, now, mode=mode)
+    told = difference if older is first else difference.swapped()  # ``difference`` reads a against b
+    return supersede(store, older, newer, told, now, mode=mode)
 
 
 def contradiction(older: MemoryEntry, difference: StanceDifference, *, superseded: bool) -> Contradiction:
-    return Contradiction(older.id, older.content, difference.kind, difference.evidence, superseded)
+    return Contradiction(older.id, older.content, difference.kind, difference.first, difference.second, superseded)
 
 
 def supersede(
@@ -74,7 +75,8 @@ def supersede(
     mode: str,
     newer_stored: bool = True,
 ) -> Contradiction:
-    """Record that ``newer`` contradicts ``older`` (see the module docstring). ``newer_stored``: write the
+    """Record that ``newer`` contradicts ``older`` (see the module docstring); ``difference`` reads the older
+    text against the newer (its ``first`` side is the older's). ``newer_stored``: write the
     newer entry's ``supersedes`` list too (False when the caller saves the newer entry itself, already
     carrying it: ``with_supersedes``). Returns what the caller is told."""
     if mode != SUPERSEDE:
@@ -82,7 +84,12 @@ def supersede(
     metadata = {
         **older.metadata,
         VALID_TO: now.isoformat(),
-        CONTRADICTION: {"by": newer.id, "kind": difference.kind, "evidence": list(difference.evidence)},
+        CONTRADICTION: {
+            "by": newer.id,
+            "kind": difference.kind,
+            "earlier": list(difference.first),
+            "later": list(difference.second),
+        },
     }
     store.facts.write(replace(older, superseded_by=newer.id, metadata=metadata), change=Change.CONTRADICTED, at=now)
     if newer_stored:

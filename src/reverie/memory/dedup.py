@@ -3,7 +3,8 @@
 Two lookups find the entry a new fact most resembles, always among live entries of exactly the same scope
 and the same top-level category:
 
-- at save time, lexically: BM25 candidates scored by token Jaccard (>= ``lexical_threshold``);
+- at save time, lexically: BM25 candidates scored by the token Jaccard of their topic words, without the
+  words that carry stance (``core.stance.topic_overlap`` >= ``lexical_threshold``);
 - after the background worker embeds a fresh entry, semantically: the nearest vectors by cosine
   (>= ``similarity_threshold``). Saving never waits for an embedding, so paraphrases are caught here: the
   new entry is folded into the older one (archived, ``superseded_by`` pointing at it), which the caller
@@ -36,9 +37,9 @@ import numpy as np
 from reverie.clock import Clock
 from reverie.core import text
 from reverie.core.coverage import Vocabulary, category_matches
-from reverie.core.dedupe import Decision, Verdict, decide, extend_text, jaccard, top_category
+from reverie.core.dedupe import Decision, Verdict, decide, extend_text, top_category
 from reverie.core.provenance import least_trusted, most_trusted
-from reverie.core.stance import StanceDifference, stance_difference, topic_overlap
+from reverie.core.stance import StanceDifference, topic_overlap
 from reverie.core.subject_time import merge_subject_time
 from reverie.embed.base import Vectors
 from reverie.memory.contradiction import SUPERSEDE, supersede
@@ -135,12 +136,10 @@ class Deduplicator:
         for entry, _ in self._store.facts.search(match, flt, self.config.candidates):
             if not self._comparable(candidate, entry):
                 continue
-            score = jaccard(candidate.content, entry.content)
-            if score < self.config.lexical_threshold and stance_difference(entry.content, candidate.content, stance):
-                # "does not deploy" shares few words with "deploys": the words that carry the stance are the
-                # whole difference, so such a pair is compared by what it is about. It can only ever come
-                # out a contradiction or distinct (decide never folds two stances), never a reinforcement.
-                score = topic_overlap(entry.content, candidate.content, stance)
+            # What the two texts are about, without the words that carry stance: "does not deploy" must meet
+            # "deploys" (they share few tokens), and "no longer allergic to eggs" must not meet "no longer
+            # allergic to gluten" on the strength of "no longer" (decide would take it for a paraphrase).
+            score = topic_overlap(entry.content, candidate.content, stance)
             if score >= self.config.lexical_threshold:
                 scored.append((score, entry))
         scored.sort(key=lambda pair: -pair[0])  # stable: equal scores keep the index's order

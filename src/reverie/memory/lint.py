@@ -313,17 +313,15 @@ class MemoryLint:
         found.sort(key=lambda e: (e.valid_to or "", e.id), reverse=True)
         for older in found[:count]:
             recorded = older.metadata.get(CONTRADICTION)
-            evidence = recorded.get("evidence", []) if isinstance(recorded, dict) else []
-            words = tuple(str(w) for w in evidence) if isinstance(evidence, list) else ()
-            kind = recorded.get("kind", "") if isinstance(recorded, dict) else ""
+            record = recorded if isinstance(recorded, dict) else {}
             yield LintFinding(
                 newer_id=str(older.superseded_by),
                 older_id=older.id,
                 category=top_category(older.category),
                 similarity=1.0,
-                measure=str(kind) or "stance",
-                newer_specifics=words[1:] if len(words) > 1 else words,
-                older_specifics=words[:1] if len(words) > 1 else (),
+                measure=str(record.get("kind") or "stance"),
+                newer_specifics=_recorded_words(record.get("later")),
+                older_specifics=_recorded_words(record.get("earlier")),
                 kind="superseded",
             )
 
@@ -428,17 +426,9 @@ class MemoryLint:
             newer, older = (entry, other) if _newness(entry) > _newness(other) else (other, entry)
             decision = decide(older.content, newer.content, category=older.category, vocabulary=vocabulary)
             if decision.verdict is Verdict.CONTRADICT and decision.stance is not None:
-                words = decision.stance.evidence
-                yield LintFinding(
-                    newer_id=newer.id,
-                    older_id=older.id,
-                    category=top_category(older.category),
-                    similarity=round(similarity, 4),
-                    measure=measure,
-                    newer_specifics=words[1:] if len(words) > 1 else words,
-                    older_specifics=words[:1] if len(words) > 1 else (),
-                    kind="stance",
-                )
+                said = decision.stance  # stance_difference(older, newer): first is the older's side
+                pair = (newer.id, older.id, top_category(older.category), round(similarity, 4), measure)
+                yield LintFinding(*pair, newer_specifics=said.second, older_specifics=said.first, kind="stance")
                 continue
             if decision.verdict is not Verdict.DISTINCT:
                 continue  # a restatement or an elaboration: deduplication's business, not a contradiction
@@ -455,3 +445,8 @@ class MemoryLint:
                     newer_specifics=mine,
                     older_specifics=theirs,
                 )
+
+
+def _recorded_words(value: object) -> tuple[str, ...]:
+    """A recorded list of evidence words (metadata is data: anything else reads as none)."""
+    return tuple(str(w) for w in value) if isinstance(value, list) else ()

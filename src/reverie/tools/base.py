@@ -132,7 +132,8 @@ def contradiction_data(found: Contradiction) -> dict[str, Any]:
         "id": found.entry_id,
         "content": found.content,
         "kind": found.kind,
-        "evidence": list(found.evidence),
+        "earlier_words": list(found.earlier_words),
+        "new_words": list(found.new_words),
         "superseded": found.superseded,
         "message": found.message(),
     }
