@@ -142,7 +142,9 @@ def truth_facts(count: int, seed: int) -> list[TruthFact]:
             seen.add(key)
             drawn.append((template, subject, objects))
     for template, subject, objects in drawn:
-        taken = {s for t, s, _ in drawn if t is template}
+        # Free: no fact of this template, nor one about the same objects ("prefers tea over coffee" and "uses
+        # tea instead of coffee" say one thing).
+        taken = {s for t, s, o in drawn if t is template or (objects and sorted(o) == sorted(objects))}
         free = [n for n in (NAMES if template.subject == "person" else PROJECTS) if n not in taken]
         other = rng.choice(free) if free else subject  # no free subject: the twin is the fact itself
         said = rng.choice(template.contradictions)
