@@ -119,3 +119,24 @@ def test_the_vocabulary_is_data_english_built_in_and_a_home_file_extends_it(tmp_
 def test_a_malformed_vocabulary_is_refused_with_a_reason(document: str) -> None:
     with pytest.raises(ValueError):
         parse_stance_vocabulary(document)
+
+
+def test_an_entry_holding_other_facts_is_never_contradicted_whole() -> None:
+    """Two lower-case facts extended into one entry: a correction of one of them is its own entry, so the
+    other fact does not leave search with a superseded entry."""
+    merged = "quarry runs the migrations before the release.\n\njuniper runs the migrations before the release."
+    found = decide(
+        merged, "Juniper runs the migrations after the release.", category=None, vocabulary=DEFAULT_VOCABULARY
+    )
+    assert found.verdict is Verdict.DISTINCT
+    alone = decide(
+        "juniper runs the migrations before the release.", "Juniper runs the migrations after the release.",
+        category=None, vocabulary=DEFAULT_VOCABULARY,
+    )  # fmt: skip
+    assert alone.verdict is Verdict.CONTRADICT
+
+
+def test_an_entry_extended_with_details_is_contradicted_whole() -> None:
+    extended = "Priya is allergic to peanuts.\n\nPriya is allergic to peanuts, since 2019."
+    said = "Priya is not allergic to peanuts."
+    assert decide(extended, said, category=None, vocabulary=DEFAULT_VOCABULARY).verdict is Verdict.CONTRADICT

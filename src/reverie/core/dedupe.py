@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from reverie.core.coverage import CoverageSource, SpecificKind, Vocabulary, check_coverage, lowercase_words, specifics
-from reverie.core.stance import StanceDifference, parse_failed, same_text, stance_difference, topic_words
+from reverie.core.stance import StanceDifference, parse_failed, same_text, same_topic, stance_difference, topic_words
 from reverie.core.text import STOPWORDS
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -150,7 +150,29 @@ def decide(existing: str, candidate: str, *, category: str | None, vocabulary: V
         return Decision(verdict, appended)
     if verdict is Verdict.DISTINCT and not same_specifics(closest, candidate, category, vocabulary):
         return Decision(verdict, appended)  # a different fact (a specific replaced): both stay, unlinked
+    if _holds_another_fact(original, candidate, category, vocabulary):
+        # The entry holds a statement on this topic that the candidate does not contradict (two facts
+        # extended into one): it must not leave search whole. The candidate is its own entry, never a
+        # reinforcement of it.
+        return Decision(Verdict.DISTINCT, appended)
     return Decision(Verdict.CONTRADICT, candidate, difference)
+
+
+def _holds_another_fact(existing: str, candidate: str, category: str | None, vocabulary: Vocabulary) -> bool:
+    """Whether a paragraph of a multi-paragraph ``existing`` is about the candidate's topic yet is not
+    contradicted by it: it says the same thing, or it is about someone or something else (it lacks a name
+    the candidate states). A paragraph that only adds details ("… since 2019") is contradicted with the rest."""
+    paragraphs = [p for p in existing.split("\n\n") if p.strip()]
+    if len(paragraphs) < 2:
+        return False
+    return any(
+        same_topic(p, candidate, vocabulary.stance)
+        and (
+            stance_difference(p, candidate, vocabulary.stance) is None
+            or _names_missing(candidate, p, category, vocabulary)
+        )
+        for p in paragraphs
+    )
 
 
 def same_specifics(existing: str, candidate: str, category: str | None, vocabulary: Vocabulary) -> bool:
@@ -160,13 +182,21 @@ def same_specifics(existing: str, candidate: str, category: str | None, vocabula
     safe), while "Maya …" against "daniel …" names someone else."""
     if Counter(_NUMBER.findall(existing)) != Counter(_NUMBER.findall(candidate)):
         return False
-    existing, candidate = normalise_case([existing, candidate])  # a SHOUTED text is not a row of acronyms
-    words = {w.lower() for w in _TOKEN.findall(existing)}, {w.lower() for w in _TOKEN.findall(candidate)}
-    for text, other in ((existing, words[1]), (candidate, words[0])):
-        for specific in specifics(text, category=category, vocabulary=vocabulary):
-            if not {w.lower() for w in _TOKEN.findall(specific.text)} <= other:
-                return False
-    return True
+    return not (
+        _names_missing(existing, candidate, category, vocabulary)
+        or _names_missing(candidate, existing, category, vocabulary)
+    )
+
+
+def _names_missing(text: str, other: str, category: str | None, vocabulary: Vocabulary) -> bool:
+    """Whether ``text`` names a specific whose words ``other`` lacks, compared without case (both read with
+    their case normalised: a SHOUTED text is not a row of acronyms)."""
+    text, other = normalise_case([text, other])
+    words = {w.lower() for w in _TOKEN.findall(other)}
+    return any(
+        not {w.lower() for w in _TOKEN.findall(specific.text)} <= words
+        for specific in specifics(text, category=category, vocabulary=vocabulary)
+    )
 
 
 def closest_paragraph(existing: str, candidate: str, vocabulary: Vocabulary) -> str:
