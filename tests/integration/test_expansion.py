@@ -299,6 +299,19 @@ def test_a_deleted_original_leaves_the_queue_unread(rv: reverie.Reverie, server:
     assert not rv.memory.get(original.id).expand_pending and chat_requests(server) == []
 
 
+def test_an_original_a_later_save_contradicts_is_not_expanded(
+    rv: reverie.Reverie, server: ScriptedOpenAIServer
+) -> None:
+    """Facts read out of a belief that no longer holds would contradict the current one back."""
+    old = rv.memory.save("Priya is allergic to peanuts.", category="people")
+    new = rv.memory.save("Priya is not allergic to peanuts.", category="people")
+    assert new.outcome == "superseded"
+    server.script_chat([answer({"content": "Priya has a peanut allergy.", "category": "people"})] * 2)
+    rv.expand_pending()
+    assert expanded_from(rv, old.id) == [] and not rv.memory.get(old.id).expand_pending
+    assert rv.memory.get(new.id).current and not rv.memory.get(old.id).current
+
+
 # -- the busy signal ----------------------------------------------------------------------------------------
 def test_the_background_queue_waits_while_a_user_turn_holds_the_llm(
     rv: reverie.Reverie, server: ScriptedOpenAIServer

@@ -28,8 +28,9 @@ Invariants:
   malformed answer (no JSON object, cut off, the wrong shape) leaves its entry pending too, until
   ``max_attempts`` malformed answers in this process: then the entry leaves the queue unexpanded
   (logged). Giving up loses nothing, as the original is kept whole; a restart allows ``max_attempts`` more.
-- An original deleted meanwhile (archived, not superseded) leaves the queue unexpanded; one folded into
-  another entry (archived, superseded) is still expanded, as what it said stands. An original whose text
+- An original deleted meanwhile (archived, not superseded) leaves the queue unexpanded, and so does one a
+  later entry contradicts (superseded, not archived: it no longer holds); one folded into another entry
+  (archived, superseded) is still expanded, as what it said stands. An original whose text
   changed while the LLM read it stays pending and is read again.
 """
 
@@ -132,7 +133,10 @@ def _normalised(text: str) -> str:
 
 
 def _deleted(entry: MemoryEntry) -> bool:
-    return entry.archived and entry.superseded_by is None
+    """Archived without a successor (deleted), or superseded without being archived (a later entry
+    contradicts it: what it said no longer holds, and facts read out of it would contradict the current
+    belief back)."""
+    return (entry.archived and entry.superseded_by is None) or (not entry.archived and entry.superseded_by is not None)
 
 
 class ExpansionQueue(BackgroundService):
