@@ -272,10 +272,13 @@ def _stem(word: str, language: str) -> str:
 
 
 def topic_words(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> frozenset[str]:
-    """What a text is about: its words without function words and without the words that carry stance
-    (negations, antonyms, time references, comparison markers), stemmed (the vocabulary's ``stemmer``)."""
-    stance, language = vocabulary.stance_words, vocabulary.stemmer
-    return frozenset(_stem(t, language) for t in _tokens(text, vocabulary) if t not in STOPWORDS and t not in stance)
+    """What a text is about: its words stemmed (the vocabulary's ``stemmer``), without function words and
+    without the words that only carry stance (negations, time references, comparison markers); an antonym
+    stands for its axis, so "likes dark mode" and "dislikes dark mode" are about one thing while "works
+    remotely" and "works from the office" are not."""
+    stance, axes, language = vocabulary.stance_words, vocabulary.axes, vocabulary.stemmer
+    words = (t for t in _tokens(text, vocabulary) if t not in STOPWORDS and t not in stance)
+    return frozenset(axes.get(t) or _stem(t, language) for t in words)
 
 
 def topic_overlap(a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> float:

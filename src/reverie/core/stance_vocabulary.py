@@ -57,10 +57,12 @@ class StanceVocabulary:
     languages: tuple[str, ...] = ()
     stemmer: str = ""  # a Snowball stemmer's name (PyStemmer: "english", "portuguese"…); none: plurals only
 
-    # Derived once (the check runs on every save): every multi-word entry by its number of words, and every
-    # word that can carry stance (topic comparisons leave them out).
+    # Derived once (the check runs on every save): every multi-word entry by its number of words; the words
+    # that carry stance and say nothing of the topic (negations, comparison and move markers, time references),
+    # which topic comparisons leave out; and each antonym's axis ("likes" and "dislikes" are one topic word).
     phrases: Mapping[int, frozenset[str]] = field(init=False, repr=False, compare=False)
     stance_words: frozenset[str] = field(init=False, repr=False, compare=False)
+    axes: Mapping[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_length: dict[int, set[str]] = {}
@@ -69,10 +71,13 @@ class StanceVocabulary:
                 by_length.setdefault(len(entry.split()), set()).add(entry)
         object.__setattr__(self, "phrases", {n: frozenset(words) for n, words in by_length.items()})
         words = set(self.negations) | set(self.order_markers) | set(self.times)
-        for first, second in self.antonyms:
-            words |= first | second
         words.update(w for pair in self.moves for w in pair)
         object.__setattr__(self, "stance_words", frozenset(words))
+        axes: dict[str, str] = {}
+        for index, (first, second) in enumerate(self.antonyms):
+            for word in sorted(first | second):
+                axes.setdefault(word, f"~{index}")  # "~" never starts a token, so an axis is never a word
+        object.__setattr__(self, "axes", axes)
 
     def extended(self, other: StanceVocabulary) -> StanceVocabulary:
         """This vocabulary with ``other``'s words added (``other``'s settings win where both set one)."""
