@@ -177,6 +177,16 @@ def test_a_deleted_or_purged_entry_teaches_nothing(rv: reverie.Reverie, clock: F
     assert rv.graph.list_entities(A) == []
 
 
+def test_an_entry_a_later_save_contradicts_teaches_nothing(rv: reverie.Reverie) -> None:
+    old = rv.memory.save("Ana Costa runs the Porto office of Acme Corp.").entry
+    new = rv.memory.save("Ana Costa no longer runs the Porto office of Acme Corp.")
+    assert new.outcome == "superseded"
+    rv.extract_pending()
+    assert queued(rv) == []
+    learned = {source for entity in rv.graph.list_entities(A) for source in entity.sources}
+    assert old.id not in learned and new.id in learned
+
+
 def test_the_queue_survives_a_restart(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     clock = FakeClock()
     with _open(backend, request, tmp_path / "home", clock) as first:

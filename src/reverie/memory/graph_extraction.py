@@ -32,8 +32,9 @@ Invariants:
   extraction. An entry whose text changed while it was read stays queued and is read again.
 - The host checks what it learns: an item the graph refuses (a name over 200 characters, a bare name that
   names two entities) is skipped and logged, never the entry; every entity and relation is capped per entry.
-- An entry deleted meanwhile (archived, not superseded) teaches nothing; one folded into another (archived,
-  superseded) teaches what it said, with the entry it was folded into as the source, the one still readable.
+- An entry deleted meanwhile (archived, not superseded) or contradicted by a later one (superseded, not
+  archived) teaches nothing; one folded into another (archived, superseded) teaches what it said, with the
+  entry it was folded into as the source, the one still readable.
 - Scope: the graph is the agent's, readable by every user of the agent, so it learns only from agent-wide
   entries (no user, no session): names in a user's private entries never reach it.
 """
@@ -191,8 +192,11 @@ class GraphExtractionQueue(BackgroundService):
         answer), 0 when it stays queued (its text changed meanwhile) or another worker took it."""
         scope = self._store.facts.owner(entry_id)
         entry = None if scope is None else self._store.facts.get(entry_id, scope)
-        if entry is None or (entry.archived and entry.superseded_by is None) or not extractable(entry):
-            return int(self._finish(entry_id, None, None))  # purged, deleted or no longer agent-wide
+        # Superseded without being archived: a later entry contradicts it, and relations read out of a belief
+        # that no longer holds would invalidate the current ones.
+        ended = entry is not None and not entry.archived and entry.superseded_by is not None
+        if entry is None or (entry.archived and entry.superseded_by is None) or ended or not extractable(entry):
+            return int(self._finish(entry_id, None, None))  # purged, deleted, contradicted or not agent-wide
         learned = self._ask(entry, prompt) if self._llm is not None else self._by_rules(entry)
         return int(self._finish(entry_id, entry, learned))
 
