@@ -111,6 +111,17 @@ def test_restating_the_current_belief_reinforces_it_and_a_reversal_back_supersed
     assert {h.entry.id for h in rv.memory.search("Priya peanuts", limit=10, include_superseded=True)} == every
 
 
+def test_stance_words_never_make_two_different_facts_look_alike(rv: reverie.Reverie) -> None:
+    """The save's lookup compares what texts are about: shared stance words ("no longer") do not make two
+    facts one, and an antonym counts as its axis, not as nothing ("remotely" is not "from the office")."""
+    gluten = rv.memory.save("Leila is no longer allergic to gluten.")
+    eggs = rv.memory.save("Leila is no longer allergic to eggs.")
+    assert eggs.outcome == "created" and rv.memory.get(gluten.id).content == "Leila is no longer allergic to gluten."
+    rv.memory.save("Priya works remotely.")
+    office = rv.memory.save("Priya works from the office.")
+    assert office.outcome == "created"
+
+
 def test_keep_both_keeps_both_current_and_still_tells_the_caller(tmp_path: Path) -> None:
     with reverie.open(tmp_path, embedding={"provider": "none"}, memory={"on_contradiction": "keep_both"}) as rv:
         old = rv.memory.save("Harbor deploys on Tuesdays.")
