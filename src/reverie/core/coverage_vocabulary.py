@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY, StanceVocabulary
+from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY, StanceVocabulary, read_vocabulary_file
 
 log = logging.getLogger("reverie.coverage")
 
@@ -165,14 +165,8 @@ def load_vocabulary(path: Path | None) -> Vocabulary:
     coverage checking is never disabled by bad configuration (seed 001). Meant to be called at the top of
     every consolidation cycle, so edits take effect without a restart.
     """
-    if path is None:
-        return DEFAULT_VOCABULARY
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return DEFAULT_VOCABULARY
-    except (OSError, UnicodeDecodeError) as exc:
-        log.warning("merge coverage vocabulary %s is unreadable (%s); using the built-in baseline", path, exc)
+    text = read_vocabulary_file(path, "merge coverage vocabulary", log)
+    if text is None:
         return DEFAULT_VOCABULARY
     try:
         return parse_vocabulary(text)

@@ -213,16 +213,24 @@ def built_in_stance_vocabulary() -> StanceVocabulary:
 DEFAULT_STANCE_VOCABULARY = built_in_stance_vocabulary()
 
 
+def read_vocabulary_file(path: Path | None, what: str, logger: logging.Logger = log) -> str | None:
+    """The text of an optional vocabulary file in the home, or None when there is none or it cannot be read
+    (then with a warning naming ``what`` on ``logger``): bad configuration never disables a check."""
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        logger.warning("%s %s is unreadable (%s); using the built-in one", what, path, exc)
+        return None
+
+
 def load_stance_vocabulary(path: Path | None) -> StanceVocabulary:
     """The built-in vocabulary extended by ``path`` (``<home>/stance-vocabulary.json``); never raises."""
-    if path is None:
-        return DEFAULT_STANCE_VOCABULARY
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return DEFAULT_STANCE_VOCABULARY
-    except (OSError, UnicodeDecodeError) as exc:
-        log.warning("stance vocabulary %s is unreadable (%s); using the built-in one", path, exc)
+    text = read_vocabulary_file(path, "stance vocabulary")
+    if text is None:
         return DEFAULT_STANCE_VOCABULARY
     try:
         own = parse_stance_vocabulary(text)
