@@ -25,7 +25,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY, StanceVocabulary, read_vocabulary_file
+from reverie.core.stance_vocabulary import (
+    DEFAULT_STANCE_VOCABULARY,
+    StanceVocabulary,
+    read_vocabulary_file,
+    string_list,
+)
 
 log = logging.getLogger("reverie.coverage")
 
@@ -132,13 +137,6 @@ class _MalformedVocabulary(ValueError):
     pass
 
 
-def _string_list(document: dict[str, object], key: str) -> list[str]:
-    value = document.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise _MalformedVocabulary(f"{key} must be a list of strings")
-    return [item for item in value if isinstance(item, str)]
-
-
 def parse_vocabulary(text: str) -> Vocabulary:
     """The vocabulary a JSON document describes; raises ``ValueError`` when it is malformed.
 
@@ -152,9 +150,9 @@ def parse_vocabulary(text: str) -> Vocabulary:
     if unknown:
         log.warning("merge coverage vocabulary: ignoring unknown key(s) %s", ", ".join(unknown))
     return Vocabulary(
-        extra_common_words=frozenset(_string_list(document, "extraCommonWords")),
-        always_specific_words=frozenset(_string_list(document, "alwaysSpecificWords")),
-        numeric_exempt_categories=tuple(_string_list(document, "numericExemptCategories")),
+        extra_common_words=frozenset(string_list(document, "extraCommonWords")),
+        always_specific_words=frozenset(string_list(document, "alwaysSpecificWords")),
+        numeric_exempt_categories=tuple(string_list(document, "numericExemptCategories")),
     )
 
 

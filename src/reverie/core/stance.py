@@ -47,6 +47,7 @@ __all__ = [
     "StanceDifference",
     "StanceVocabulary",
     "conflicting_sources",
+    "merge_flips_stance",
     "merge_stance_conflict",
     "parse_failed",
     "same_text",
@@ -329,8 +330,14 @@ def merge_stance_conflict(
     ``merged`` that says most nearly the same thing (negation, antonym, order or time moved there is a flip).
     A merge that contains every source verbatim only fails when the sources themselves disagree."""
     conflict = conflicting_sources(sources, vocabulary)
-    if conflict is not None:
-        return conflict[2]
+    return conflict[2] if conflict is not None else merge_flips_stance(sources, merged, vocabulary)
+
+
+def merge_flips_stance(
+    sources: Sequence[str], merged: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
+) -> StanceDifference | None:
+    """How ``merged`` flips the stance of a clause of one of ``sources`` (in the clause of ``merged`` that
+    says most nearly the same thing), or None: the second half of ``merge_stance_conflict``."""
     targets = [(c, topic_words(c, vocabulary)) for c in _clauses(merged, vocabulary)]
     if not targets:
         return None

@@ -102,7 +102,8 @@ class _Malformed(ValueError):
     pass
 
 
-def _strings(document: Mapping[str, Any], key: str) -> list[str]:
+def string_list(document: Mapping[str, Any], key: str) -> list[str]:
+    """``document[key]`` as a list of strings (missing: empty); ``ValueError`` when it is anything else."""
     value = document.get(key, [])
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise _Malformed(f"{key} must be a list of strings")
@@ -138,10 +139,9 @@ def _times(document: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(value, dict):
         raise _Malformed("times must map a time class to a list of words")
     out: dict[str, str] = {}
-    for kind, words in value.items():
-        for word in _strings(value, kind):
+    for kind in value:
+        for word in string_list(value, kind):
             out[" ".join(word.lower().split())] = str(kind)
-        del words
     return out
 
 
@@ -176,25 +176,33 @@ _KEYS = frozenset(
 def parse_stance_vocabulary(text: str) -> StanceVocabulary:
     """The vocabulary a JSON document describes; raises ``ValueError`` when it is malformed. Unknown keys are
     ignored with a warning, so a typo does not throw away the valid lists beside it."""
+    return _vocabulary_of(_document(text))
+
+
+def _document(text: str) -> dict[str, Any]:
     document = json.loads(text)
     if not isinstance(document, dict):
         raise _Malformed("the document must be a JSON object")
+    return document
+
+
+def _vocabulary_of(document: dict[str, Any]) -> StanceVocabulary:
     unknown = sorted(set(document) - _KEYS)
     if unknown:
         log.warning("stance vocabulary: ignoring unknown key(s) %s", ", ".join(unknown))
     language = document.get("language", "")
     return StanceVocabulary(
-        negations=_lowered(_strings(document, "negations") + _strings(document, "negationPhrases")),
+        negations=_lowered(string_list(document, "negations") + string_list(document, "negationPhrases")),
         antonyms=_antonyms(document),
-        negative_prefixes=tuple(p.lower() for p in _strings(document, "negativePrefixes")),
+        negative_prefixes=tuple(p.lower() for p in string_list(document, "negativePrefixes")),
         negative_prefix_min_base=_integer(document, "negativePrefixMinBase", 4),
-        order_markers=_lowered(_strings(document, "orderMarkers")),
+        order_markers=_lowered(string_list(document, "orderMarkers")),
         moves=_moves(document),
         times=_times(document),
         present=_text(document, "presentTime", "present"),
         contractions=_string_map(document, "contractions"),
         contraction_suffix=_text(document, "contractionSuffix", ""),
-        clause_breaks=_lowered(_strings(document, "clauseBreaks")),
+        clause_breaks=_lowered(string_list(document, "clauseBreaks")),
         languages=(language,) if isinstance(language, str) and language else (),
         stemmer=_text(document, "stemmer", ""),
     )
@@ -233,9 +241,9 @@ def load_stance_vocabulary(path: Path | None) -> StanceVocabulary:
     if text is None:
         return DEFAULT_STANCE_VOCABULARY
     try:
-        own = parse_stance_vocabulary(text)
-        built_in = json.loads(text).get("builtIn", True) is not False
+        document = _document(text)
+        own = _vocabulary_of(document)
     except (ValueError, RecursionError) as exc:
         log.warning("stance vocabulary %s is malformed (%s); using the built-in one", path, exc)
         return DEFAULT_STANCE_VOCABULARY
-    return DEFAULT_STANCE_VOCABULARY.extended(own) if built_in else own
+    return own if document.get("builtIn", True) is False else DEFAULT_STANCE_VOCABULARY.extended(own)

@@ -49,7 +49,7 @@ from reverie.core.consolidation import (
 from reverie.core.coverage import CoverageSource, check_coverage
 from reverie.core.dedupe import content_tokens
 from reverie.core.provenance import least_trusted
-from reverie.core.stance import conflicting_sources, merge_stance_conflict
+from reverie.core.stance import conflicting_sources, merge_flips_stance
 from reverie.dream.passes.base import Capability, PassContext, PassReport, write_dream_log
 from reverie.errors import LLMError, ValidationError
 from reverie.llm.base import MALFORMED_ANSWER, Message
@@ -368,16 +368,16 @@ class ConsolidationPass:
         one that drops a specific: the host never makes one text of "likes" and "dislikes". Two sources that
         contradict each other are a changed belief: the older is superseded by the newer (kept, unarchived;
         ``memory.contradiction``)."""
-        stance = ctx.vocabulary.stance
-        flipped = merge_stance_conflict([s.content for s in sources], content, stance)
-        if flipped is None:
-            return False
-        tally.contradictions += 1
-        pair = conflicting_sources([s.content for s in sources], stance)
+        stance, texts = ctx.vocabulary.stance, [s.content for s in sources]
+        pair = conflicting_sources(texts, stance)
         if pair is not None:
             with ctx.store.transaction():
                 first, second = sources[pair[0]], sources[pair[1]]
                 supersede_older(ctx.store, first, second, pair[2], ctx.now(), mode=self.config.on_contradiction)
+        flipped = pair[2] if pair is not None else merge_flips_stance(texts, content, stance)
+        if flipped is None:
+            return False
+        tally.contradictions += 1
         self._reject(ctx, sources, "stance: " + flipped.describe(), tally)
         return True
 
