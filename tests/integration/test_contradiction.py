@@ -122,6 +122,12 @@ def test_stance_words_never_make_two_different_facts_look_alike(rv: reverie.Reve
     assert office.outcome == "created"
 
 
+def test_a_correction_with_a_typo_still_supersedes(rv: reverie.Reverie) -> None:
+    old = rv.memory.save("Harbor deploys on Tuesdays.")
+    new = rv.memory.save("Harbor never deplys on Tuesdays.")
+    assert new.outcome == "superseded" and rv.memory.get(old.id).superseded_by == new.id
+
+
 def test_keep_both_keeps_both_current_and_still_tells_the_caller(tmp_path: Path) -> None:
     with reverie.open(tmp_path, embedding={"provider": "none"}, memory={"on_contradiction": "keep_both"}) as rv:
         old = rv.memory.save("Harbor deploys on Tuesdays.")

@@ -19,6 +19,7 @@ from reverie.core.stance import (
     merge_stance_conflict,
     parse_failed,
     stance_difference,
+    topic_overlap,
 )
 from reverie.core.stance_vocabulary import StanceVocabulary, load_stance_vocabulary, parse_stance_vocabulary
 
@@ -140,3 +141,10 @@ def test_an_entry_extended_with_details_is_contradicted_whole() -> None:
     extended = "Priya is allergic to peanuts.\n\nPriya is allergic to peanuts, since 2019."
     said = "Priya is not allergic to peanuts."
     assert decide(extended, said, category=None, vocabulary=DEFAULT_VOCABULARY).verdict is Verdict.CONTRADICT
+
+
+def test_a_slip_counts_as_the_same_word_only_when_asked() -> None:
+    fact, slipped = "Harbor deploys on Tuesdays.", "Harbor never deplys on Tuesdays."
+    assert topic_overlap(fact, slipped) == 0.5
+    assert topic_overlap(fact, slipped, typos=True) == 1.0
+    assert topic_overlap("Kenji owns a cat.", "Kenji owns a car.", typos=True) == 0.5  # too short to be a slip

@@ -33,6 +33,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import lru_cache
 from itertools import combinations
 from typing import Any
@@ -61,6 +62,7 @@ _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
 _CLAUSE_PUNCTUATION = re.compile(r"[.;:!?\n]+|,\s|\s[-–—]\s|\(|\)")
 WINDOW = 4  # content words a comparison marker's sides reach
 TOPIC_OVERLAP = 0.5  # topic-word Jaccard from which two texts are about the same thing
+TYPO_MIN_LETTERS, TYPO_RATIO = 5, 0.7  # a slip, stemmed: "depli"/"deploy" (0.73); never "cat"/"car" (too short)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,9 +284,25 @@ def topic_words(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABUL
     return frozenset(axes.get(t) or _stem(t, language) for t in words)
 
 
-def topic_overlap(a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> float:
-    """The Jaccard similarity of two texts' topic words (``topic_words``), in [0, 1]."""
-    return _overlap(topic_words(a, vocabulary), topic_words(b, vocabulary))
+def topic_overlap(
+    a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY, *, typos: bool = False
+) -> float:
+    """The Jaccard similarity of two texts' topic words (``topic_words``), in [0, 1]. ``typos``: a word of one
+    text within one slip of a word of the other ("deplys" / "deploys": both at least ``TYPO_MIN_LETTERS``
+    long, ``difflib`` ratio at least ``TYPO_RATIO``) counts as shared."""
+    left, right = topic_words(a, vocabulary), topic_words(b, vocabulary)
+    if not typos:
+        return _overlap(left, right)
+    only_right = right - left
+    slips = sum(1 for word in left - right if any(_slip(word, other) for other in only_right))
+    union = len(left | right) - slips
+    return (len(left & right) + slips) / union if union else 0.0
+
+
+def _slip(a: str, b: str) -> bool:
+    if min(len(a), len(b)) < TYPO_MIN_LETTERS or a.startswith("~") or b.startswith("~"):
+        return False  # short words and antonym axes are never typos of each other
+    return SequenceMatcher(None, a, b).ratio() >= TYPO_RATIO
 
 
 def same_topic(a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> bool:

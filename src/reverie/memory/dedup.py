@@ -39,7 +39,7 @@ from reverie.core import text
 from reverie.core.coverage import Vocabulary, category_matches
 from reverie.core.dedupe import Decision, Verdict, decide, extend_text, top_category
 from reverie.core.provenance import least_trusted, most_trusted
-from reverie.core.stance import StanceDifference, topic_overlap
+from reverie.core.stance import StanceDifference, stance_difference, topic_overlap
 from reverie.core.subject_time import merge_subject_time
 from reverie.embed.base import Vectors
 from reverie.memory.contradiction import SUPERSEDE, supersede
@@ -140,6 +140,11 @@ class Deduplicator:
             # "deploys" (they share few tokens), and "no longer allergic to eggs" must not meet "no longer
             # allergic to gluten" on the strength of "no longer" (decide would take it for a paraphrase).
             score = topic_overlap(entry.content, candidate.content, stance)
+            if score < self.config.lexical_threshold and stance_difference(entry.content, candidate.content, stance):
+                # A correction with a slip in it ("Harbor never deplys …") must still meet its fact. Only for a
+                # pair that differs in stance: decide can then only call it a contradiction or distinct, never
+                # fold it, so a typo-tolerant match can never swallow a text.
+                score = topic_overlap(entry.content, candidate.content, stance, typos=True)
             if score >= self.config.lexical_threshold:
                 scored.append((score, entry))
         scored.sort(key=lambda pair: -pair[0])  # stable: equal scores keep the index's order
