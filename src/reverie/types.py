@@ -223,12 +223,49 @@ class SaveResult:
 
 
 @dataclass(frozen=True, slots=True)
+class SaveRejection:
+    """An item ``save_many(..., on_error="skip")`` did not save: its ``position`` in the input (from 0), the
+    ``error`` message and the ``field`` at fault (as the ``ValidationError`` would have said, without the
+    position). Its ``outcome`` is ``rejected``, so a caller can branch on ``outcome`` for every result."""
+
+    position: int
+    error: str
+    field: str | None = None
+
+    @property
+    def outcome(self) -> str:
+        return "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class HitEvidence:
+    """Why a hit ranked where it did (docs/concepts.md, "Reading a hit's score").
+
+    ``bm25`` and ``similarity`` are the raw signals (None: that signal did not find the entry);
+    ``lexical`` and ``semantic`` are them as evidence in [0, 1]; ``own`` is the hit's own evidence (the
+    mode's mix of the two); ``context`` what its thread and sequence neighbours lent it; ``time`` the
+    boost for matching a time the query names. ``score`` = ``own`` + ``context`` + ``time``."""
+
+    bm25: float | None = None
+    similarity: float | None = None
+    lexical: float = 0.0
+    semantic: float = 0.0
+    own: float = 0.0
+    context: float = 0.0
+    time: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One search result. ``score`` is larger for better matches; ``matched_by`` says which index found it."""
+    """One search result. ``score`` is larger for better matches; ``matched_by`` says what found it: its
+    own signals (``bm25``, ``vector``, ``bm25+vector``), a sequence neighbour (``neighbour``), its thread
+    (``thread``), or a fill-in (``substring``, ``recent``, ``pinned``, ``superseded``). ``evidence``
+    explains a ranked hit's score (None for fill-ins)."""
 
     entry: MemoryEntry
     score: float
     matched_by: str
+    evidence: HitEvidence | None = None
 
 
 class SearchResults(list[SearchHit]):

@@ -348,3 +348,36 @@ def test_search_works_for_any_agent_id_and_never_crosses_agents(store: Store, ag
             store.facts.add(entry(n, "the harbor ferry timetable", scope=Scope(agent_id=other)), at=T0)
     found = store.facts.search(match("ferry timetable"), view(Scope(agent_id=agent)), 10)
     assert [(e.id, e.scope.agent_id) for e, _ in found] == [(eid(1), agent)]
+
+
+# -- in_period -------------------------------------------------------------------------------------------
+def test_in_period_finds_entries_saved_or_dated_in_the_days(store: Store) -> None:
+    add(
+        store,
+        entry(1, "saved inside", created_at=at(days=10)),
+        entry(2, "saved before", created_at=at(days=-30)),
+        entry(3, "dated by day", created_at=at(days=-30), metadata={"subjectTime": "2026-01-12"}),
+        entry(4, "dated by month", created_at=at(days=-30), metadata={"subjectTime": "2026-01"}),
+        entry(5, "dated by year", created_at=at(days=-30), metadata={"subjectTime": "2026"}),
+        entry(6, "dated with a time", created_at=at(days=-30), metadata={"subjectTime": "2026-01-13T08:00:00Z"}),
+        entry(7, "dated outside", created_at=at(days=-30), metadata={"subjectTime": "2026-02-01"}),
+        entry(8, "saved after", created_at=at(days=20)),
+    )
+    found = store.facts.in_period(view(now=at(days=30)), "2026-01-10", "2026-01-15", 10)
+    assert sorted(ids(found)) == [eid(1), eid(3), eid(4), eid(5), eid(6)]
+    assert ids(found)[0] == eid(1)  # the most recently created first
+
+
+def test_in_period_respects_the_filter_and_the_limit(store: Store) -> None:
+    other = Scope(agent_id="other")
+    add(
+        store,
+        entry(1, "mine", created_at=at(days=1)),
+        entry(2, "theirs", created_at=at(days=1), scope=other),
+        entry(3, "archived", created_at=at(days=1), archived_at=at(days=2)),
+        entry(4, "older", created_at=at(days=0)),
+    )
+    now = at(days=5)
+    assert ids(store.facts.in_period(view(now=now), "2026-01-01", "2026-01-03", 10)) == [eid(1), eid(4)]
+    assert ids(store.facts.in_period(view(now=now), "2026-01-01", "2026-01-03", 1)) == [eid(1)]
+    assert ids(store.facts.in_period(view(other, now=now), "2026-01-01", "2026-01-03", 10)) == [eid(2)]

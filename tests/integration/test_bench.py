@@ -106,8 +106,12 @@ def test_recall_report_structure_and_a_word_match_scores_one(tiny: Path) -> None
     assert report.ingestion.memories == 11 and report.ingestion.embedded == 11
     assert report.ingestion.model == "hash-256"
     assert report.ks == (5, 10, 20)
-    assert set(report.recall_settings) == {"semantic_weight", "candidates", "min_similarity", "neighbour_share"}
-    assert [m.mode for m in report.modes] == list(MODES)
+    assert set(report.recall_settings) == {
+        *("semantic_weight", "candidates", "min_similarity", "neighbour_share", "thread_share", "time_weight"),
+        "min_evidence",
+    }
+    # The modes asked, then the sanity row: the same vectors by plain cosine.
+    assert [m.mode for m in report.modes] == [*MODES, "cosine"]
     for result in report.modes:
         assert result.ran_as == {result.mode: 7}, result.notes
         rows = {row.label: row for row in result.rows}

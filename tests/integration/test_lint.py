@@ -190,13 +190,17 @@ def test_a_positive_belief_authority_weight_ranks_by_confidence(tmp_path: Path, 
     embedding = {"provider": "hash", "background": False}
     with reverie.open(tmp_path, clock=clock, embedding=embedding) as rv:
         weak, strong = _office(rv)
-        plain = rv.memory.search("office wifi password")
-    assert [h.entry.id for h in plain][:2] == [weak, strong]
+        plain = {h.entry.id: h.score for h in rv.memory.search("office wifi password")}
+        conf = rv.lint.confidences([rv.memory.get(weak), rv.memory.get(strong)], Scope())
+    # Recall alone scores the two statements alike; the eight restatements make one far more trusted.
+    assert abs(plain[weak] - plain[strong]) < 0.05
+    assert conf[strong] > conf[weak]
     with reverie.open(tmp_path, clock=clock, embedding=embedding, recall={"belief_authority_weight": 0.8}) as rv:
         weighed = rv.memory.search("office wifi password")
         assert [h.entry.id for h in weighed][:2] == [strong, weak]
-        conf = rv.lint.confidences([h.entry for h in plain[:2]], Scope())
-        assert weighed[0].score == pytest.approx(plain[1].score * (0.2 + 0.8 * conf[strong]))
+        assert weighed[0].score == pytest.approx(plain[strong] * (0.2 + 0.8 * conf[strong]))
+        assert weighed[1].score == pytest.approx(plain[weak] * (0.2 + 0.8 * conf[weak]))
+        assert weighed[0].score - weighed[1].score > 0.1
 
 
 # -- pin_first and include_superseded ----------------------------------------------------------------------

@@ -200,12 +200,41 @@ def test_sequence_neighbours_share_relevance_when_enabled(tmp_path: Path) -> Non
     ]
     items = [{"content": t, "metadata": {"thread": "chat-1", "position": i}} for i, t in enumerate(turns)]
     for share, expect_answer in ((0.0, False), (0.5, True)):
-        with reverie.open(tmp_path / f"share-{share}", embedding=HASH, recall={"neighbour_share": share}) as rv:
+        recall = {"neighbour_share": share, "thread_share": 0.0}
+        with reverie.open(tmp_path / f"share-{share}", embedding=HASH, recall=recall) as rv:
             saved = rv.memory.save_many(items)
             rv.embed_pending()
             found = ids(rv.memory.search("good bakery near the office", mode="hybrid", limit=2))
             assert found[0] == saved[0].id
             assert (saved[1].id in found) is expect_answer
+
+
+def test_a_thread_lends_its_evidence_to_its_turns(tmp_path: Path) -> None:
+    """thread_share: the turns of the thread that holds the query's evidence rank above an equal match
+    elsewhere, and a hit with no evidence of its own is labelled by what lent it its place."""
+    chat = [
+        "We booked the cabin by the lake for the first week of August.",
+        "The kids want to try kayaking there.",
+        "Remember to pack the life jackets and the paddles for the kayaking.",
+    ]
+    other = ["Kayaking lessons at the city pool start in spring."]
+    items = [{"content": t, "metadata": {"thread": "holiday", "position": i}} for i, t in enumerate(chat)]
+    items += [{"content": t, "metadata": {"thread": "news", "position": 0}} for t in other]
+    for share in (0.0, 0.7):
+        recall = {"neighbour_share": 0.0, "thread_share": share}
+        with reverie.open(tmp_path / f"thread-{share}", embedding=HASH, recall=recall) as rv:
+            saved = rv.memory.save_many(items)
+            rv.embed_pending()
+            hits = rv.memory.search("kayaking at the lake cabin", mode="hybrid", limit=4)
+            found = ids(hits)
+            lake, kayak, paddles, pool = (s.id for s in saved)
+            assert found[0] == lake
+            if share:
+                assert found.index(paddles) < found.index(pool)  # the holiday thread holds the lake too
+                assert all(h.evidence is not None and h.evidence.context > 0 for h in hits if h.entry.id != pool)
+            else:
+                assert all(h.evidence is not None and h.evidence.context == 0 for h in hits)
+            assert {h.matched_by for h in hits} <= {"bm25", "vector", "bm25+vector", "thread"}
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

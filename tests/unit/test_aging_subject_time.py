@@ -14,6 +14,7 @@ from reverie.core.subject_time import (
     SUBJECT_TIME_END,
     SUBJECT_TIME_START,
     merge_subject_time,
+    subject_time_problem,
     valid_subject_time,
 )
 
@@ -23,6 +24,70 @@ POINT, START, END = SUBJECT_TIME, SUBJECT_TIME_START, SUBJECT_TIME_END
 @pytest.mark.parametrize("value", ["2019", "2019-06", "2019-06-14", "2024-02-29", "0001", "9999-12-31"])
 def test_valid_forms(value: str) -> None:
     assert valid_subject_time(value)
+
+
+DATETIMES = [
+    "2023-05-08T13:56:00+00:00",  # what the LoCoMo benchmark writes
+    "2019-06-14T10:00:00Z",
+    "2019-06-14T10:00Z",
+    "2019-06-14T10:00",
+    "2019-06-14T23:59:59.123456-05:00",
+    "2024-02-29T00:00:00+14:00",
+    "9999-12-31T23:59:59-12:00",
+]
+NOT_DATETIMES = [
+    "2019-06-14T24:00",
+    "2019-06-14T10:60",
+    "2019-06-14T10:00:60",
+    "2019-06-14T10",
+    "2019-06-14 10:00",
+    "2019-06-14t10:00",
+    "2019-06-14T10:00z",
+    "2019-06-14T10:00+0200",
+    "2019-06-14T10:00+24:00",
+    "2019-02-30T10:00Z",
+    "20190614T100000Z",
+    "2019-06-14T10:00:00Z ",
+]
+
+
+def test_an_iso_date_and_time_is_valid_in_the_extended_form_only() -> None:
+    assert [v for v in DATETIMES if not valid_subject_time(v)] == []
+    assert [v for v in NOT_DATETIMES if valid_subject_time(v)] == []
+
+
+def test_a_date_and_time_means_its_day_as_written() -> None:
+    # Day precision: more specific than a month, and the offset does not move the day (23:30 at -05:00 is the
+    # next day in UTC, but the text says the 8th).
+    late = "2023-05-08T23:30:00-05:00"
+    assert merge_subject_time([{POINT: "2023-05"}, {POINT: late}]) == {POINT: late}
+    assert merge_subject_time([{POINT: "2023-05-09"}, {POINT: late}]) == {POINT: late}
+    assert merge_subject_time([{START: late, END: "2023-05-08"}]) == {START: late, END: "2023-05-08"}
+
+
+def test_the_same_day_with_and_without_a_time_merges_the_same_in_any_order() -> None:
+    timed, plain = "2023-05-08T13:56:00+00:00", "2023-05-08"
+    assert merge_subject_time([{POINT: plain}, {POINT: timed}]) == {POINT: timed}
+    assert merge_subject_time([{POINT: timed}, {POINT: plain}]) == {POINT: timed}
+    other = "2023-05-08T09:00:00+00:00"
+    assert merge_subject_time([{POINT: timed}, {POINT: other}]) == merge_subject_time([{POINT: other}, {POINT: timed}])
+
+
+def test_subject_time_problem_names_the_key() -> None:
+    assert subject_time_problem({}) is None
+    assert subject_time_problem({"other": "last summer"}) is None
+    assert subject_time_problem({POINT: "2023-05-08T13:56:00+00:00", START: "2019", END: "2020-01"}) is None
+    for key in (POINT, START, END):
+        for bad in ("last summer", 2019, "2019-13", ["2019"]):
+            problem = subject_time_problem({key: bad})
+            assert problem is not None and problem[0] == key and f"metadata.{key}" in problem[1]
+
+
+def test_subject_time_problem_refuses_a_start_after_its_end() -> None:
+    problem = subject_time_problem({START: "2020", END: "2019-06"})
+    assert problem is not None and problem[0] == START and "after" in problem[1]
+    assert subject_time_problem({START: "2019", END: "2019-06"}) is None  # within the year: not inverted
+    assert subject_time_problem({START: "2019-06-14T18:00Z", END: "2019-06-14T09:00Z"}) is None  # one day
 
 
 @pytest.mark.parametrize(
@@ -39,7 +104,6 @@ def test_valid_forms(value: str) -> None:
         "0000",
         " 2019",
         "2019 ",
-        "2019-06-14T10:00:00Z",
         "June 2019",
         "2019/06/14",
         "summer 2019",
@@ -148,7 +212,21 @@ def test_none_counts_as_omitted() -> None:
 
 _VALUES = st.one_of(
     st.none(),
-    st.sampled_from(["2019", "2019-06", "2019-06-14", "2018-12", "2020", "2019-12-31", "bad", "2019-02-30"]),
+    st.sampled_from(
+        [
+            "2019",
+            "2019-06",
+            "2019-06-14",
+            "2018-12",
+            "2020",
+            "2019-12-31",
+            "bad",
+            "2019-02-30",
+            "2019-06-14T10:00:00Z",
+            "2019-06-14T08:30:00+02:00",
+            "2019-12-31T23:59:59-05:00",
+        ]
+    ),
 )
 _META = st.fixed_dictionaries({}, optional={POINT: _VALUES, START: _VALUES, END: _VALUES})
 

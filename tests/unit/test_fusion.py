@@ -75,3 +75,44 @@ def test_spread_adds_a_share_of_the_best_neighbour_and_brings_in_unscored_neighb
     assert out["t4"] == 0.5 and out["t2"] == 0.5  # pulled in by t3
     assert out["t7"] == 0.4
     assert fusion.spread(scores, near, 0.0) == scores
+
+
+# -- evidence (issue 18) ---------------------------------------------------------------------------------
+def test_lexical_evidence_is_relative_to_the_larger_of_the_best_and_an_ideal_match() -> None:
+    # The best hit matched the whole query: it is full evidence, the rest in proportion.
+    assert fusion.lexical_evidence({"a": 8.0, "b": 2.0}, ideal=4.0) == {"a": 1.0, "b": 0.25}
+    # The best hit matched only a weak word: nothing is stretched to 1.
+    assert fusion.lexical_evidence({"a": 1.0, "b": 0.5}, ideal=4.0) == {"a": 0.25, "b": 0.125}
+    # Without an ideal (the store's full-text search), the best is the scale.
+    assert fusion.lexical_evidence({"a": 1.0, "b": 0.5}, ideal=None) == {"a": 1.0, "b": 0.5}
+    assert fusion.lexical_evidence({}, ideal=4.0) == {}
+    assert fusion.lexical_evidence({"a": 0.0}, ideal=0.0) == {"a": 0.0}
+
+
+def test_semantic_evidence_runs_from_the_floor_to_a_strong_similarity() -> None:
+    found = fusion.semantic_evidence({"a": 0.7, "b": 0.45, "c": 0.2}, floor=0.25, strong=0.6)
+    assert found["a"] == 1.0
+    assert found["b"] == pytest.approx(0.2 / 0.45)
+    assert found["c"] == 0.0  # below the floor: no evidence
+    # A query whose best candidate is weak keeps it weak.
+    weak = fusion.semantic_evidence({"a": 0.35}, floor=0.25, strong=0.6)
+    assert weak["a"] == pytest.approx(0.1 / 0.35)
+    assert fusion.semantic_evidence({}, floor=0.25, strong=0.6) == {}
+
+
+def test_weighted_mixes_two_evidence_maps_over_their_union() -> None:
+    mixed = fusion.weighted({"a": 1.0, "b": 0.5}, {"b": 1.0, "c": 0.4}, 0.25)
+    assert mixed == pytest.approx({"a": 0.75, "b": 0.625, "c": 0.1})
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        fusion.weighted({}, {}, 1.5)
+
+
+def test_thread_gain_is_a_share_of_the_threads_best_evidence_of_each_kind() -> None:
+    lexical = {"t1": 1.0, "t2": 0.2}
+    semantic = {"t2": 0.6, "u1": 0.8}
+    threads = {"t1": "s1", "t2": "s1", "t3": "s1", "u1": "s2"}
+    gains = fusion.thread_gain(lexical, semantic, threads, 0.5)
+    # s1: best lexical 1.0 (t1), best semantic 0.6 (t2): every turn of s1 gains 0.5 * 0.8.
+    assert gains == pytest.approx({"t1": 0.4, "t2": 0.4, "t3": 0.4, "u1": 0.2})
+    assert fusion.thread_gain(lexical, semantic, threads, 0.0) == {}
+    assert "loose" not in fusion.thread_gain({"loose": 1.0}, {}, threads, 0.5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -492,3 +493,79 @@ def test_nul_characters_are_refused_in_json_values_on_every_backend() -> None:
     with pytest.raises(ValidationError, match="NUL"):
         validate.metadata({"deep": [{"x": ["\x00"]}]})
     assert validate.metadata({"text": "a literal \\u0000 is fine"}) == {"text": "a literal \\u0000 is fine"}
+
+
+# -- observed_at and subject time ------------------------------------------------------------------------
+NOW = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+
+
+def test_observed_at_defaults_to_now_and_is_returned_in_utc() -> None:
+    assert validate.observed_at(None, now=NOW) == NOW
+    lisbon_summer = timezone(timedelta(hours=1))
+    got = validate.observed_at(datetime(2023, 5, 8, 14, 56, tzinfo=lisbon_summer), now=NOW)
+    assert got == datetime(2023, 5, 8, 13, 56, tzinfo=UTC) and got.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2023-05-08T13:56:00+00:00", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
+        ("2023-05-08T13:56:00Z", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
+        ("2023-05-08T15:56:00.5+02:00", datetime(2023, 5, 8, 13, 56, 0, 500_000, tzinfo=UTC)),
+    ],
+)
+def test_observed_at_reads_iso_8601_with_an_offset(text: str, expected: datetime) -> None:
+    assert validate.observed_at(text, now=NOW) == expected
+
+
+@pytest.mark.parametrize("value", [datetime(2023, 5, 8, 13, 56), "2023-05-08T13:56:00", "2023-05-08"])
+def test_observed_at_refuses_a_naive_time(value: object) -> None:
+    with pytest.raises(ValidationError, match="no timezone") as exc:
+        validate.observed_at(value, now=NOW)
+    _assert_field(exc, "observed_at")
+
+
+def test_observed_at_refuses_the_future_beyond_the_tolerance_and_clamps_within_it() -> None:
+    with pytest.raises(ValidationError, match="in the future") as exc:
+        validate.observed_at(NOW + validate.OBSERVED_AT_TOLERANCE + timedelta(seconds=1), now=NOW)
+    _assert_field(exc, "observed_at")
+    assert validate.observed_at(NOW + validate.OBSERVED_AT_TOLERANCE, now=NOW) == NOW  # clock skew: now
+
+
+@pytest.mark.parametrize(
+    "value", ["", "yesterday", "2023-13-01T00:00:00Z", 1683554160, 1.5, date(2023, 5, 8), ["2023"], True]
+)
+def test_observed_at_refuses_what_is_not_a_time(value: object) -> None:
+    with pytest.raises(ValidationError) as exc:
+        validate.observed_at(value, now=NOW)
+    _assert_field(exc, "observed_at")
+
+
+def test_observed_at_refuses_a_time_out_of_range_in_utc() -> None:
+    with pytest.raises(ValidationError, match="out of range") as exc:
+        validate.observed_at("0001-01-01T00:00:00+05:00", now=NOW)
+    _assert_field(exc, "observed_at")
+
+
+@pytest.mark.parametrize(
+    "metadata, field",
+    [
+        ({"subjectTime": "last summer"}, "metadata.subjectTime"),
+        ({"subjectTime": 2019}, "metadata.subjectTime"),
+        ({"subjectTimeStart": "2019-02-30"}, "metadata.subjectTimeStart"),
+        ({"subjectTimeEnd": "2019-06-14 10:00"}, "metadata.subjectTimeEnd"),
+        ({"subjectTimeStart": "2021", "subjectTimeEnd": "2020-12"}, "metadata.subjectTimeStart"),
+    ],
+)
+def test_subject_time_refuses_malformed_values_naming_the_key(metadata: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValidationError) as exc:
+        validate.subject_time(metadata)
+    _assert_field(exc, field)
+
+
+def test_subject_time_accepts_the_forms_and_other_metadata() -> None:
+    validate.subject_time({})
+    validate.subject_time({"note": "last summer"})
+    validate.subject_time(
+        {"subjectTime": "2023-05-08T13:56:00+00:00", "subjectTimeStart": "2019", "subjectTimeEnd": "2019-06"}
+    )

@@ -1,6 +1,7 @@
 """Long-term memory over HTTP: ``/api/memory/agents/{agent_id}/…``.
 
-Save, read, edit, delete (= archive), restore, importance, history and version restore, search and browse.
+Save (one fact or a batch), read, edit, delete (= archive), restore, importance, history and version restore,
+search and browse.
 Every call works in the path agent's scope, narrowed by the optional ``user_id`` and ``session_id`` query
 parameters exactly as ``reverie.Scope`` narrows a library call.
 """
@@ -8,7 +9,7 @@ parameters exactly as ``reverie.Scope`` narrows a library call.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
@@ -30,7 +31,7 @@ from reverie.api.schemas import (
 from reverie.core.validate import MAX_QUERY_CHARS
 from reverie.recall.hybrid import MODES
 from reverie.tools.base import contradiction_data
-from reverie.types import EntryVersion, SearchResults, Tier
+from reverie.types import EntryVersion, SaveRejection, SaveResult, SearchResults, Tier
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}", tags=["memory"], responses=COMMON_ERRORS, route_class=AgentRoute
@@ -38,6 +39,14 @@ router = APIRouter(
 EntryId = Annotated[str, Path(description="the entry's id", max_length=200)]
 Limit = Annotated[int | None, Query(ge=1, le=1000, description="at most this many results")]
 Category = Annotated[str | None, Query(description="only this category and those under it, e.g. 'project'")]
+OBSERVED_AT = (
+    "when the fact was observed, for importing dated history: an ISO 8601 time with an offset "
+    "(2023-05-08T13:56:00+00:00), not in the future; the entry's created_at (default: now)"
+)
+
+
+def observed_at_field() -> Any:
+    return Field(None, description=OBSERVED_AT, examples=["2023-05-08T13:56:00+00:00"])
 
 
 class SaveIn(RequestModel):
@@ -50,6 +59,31 @@ class SaveIn(RequestModel):
     metadata: dict[str, Any] | None = None
     pinned: Flag = False
     dedup: Flag = Field(True, description="fold a fact an entry already states into that entry")
+    observed_at: str | None = observed_at_field()
+
+
+class BatchItemIn(RequestModel):
+    """One fact of a batch: the fields of a single save but ``dedup``, as JSON types only. Their values are
+    checked by the service, item by item: with ``on_error: "skip"`` a bad value rejects its item only."""
+
+    content: str = Field(description="the fact, as text")
+    category: str | None = Field(None, description="a path such as 'user-preferences/timezone'")
+    tags: list[str] | None = None
+    source: str | None = Field(None, description="provenance: 'user', 'tool:<name>' or 'inferred'")
+    importance: Number | None = Field(None, description="0 to 1")
+    tier: str | None = Field(None, description="episodic, semantic or procedural")
+    metadata: dict[str, Any] | None = None
+    pinned: Flag = False
+    observed_at: str | None = observed_at_field()
+
+
+class BatchIn(RequestModel):
+    items: list[BatchItemIn] = Field(description="the facts, saved in one transaction")
+    dedup: Flag = Field(True, description="fold a fact an entry already states into that entry")
+    on_error: Literal["raise", "skip"] = Field(
+        "raise", description="raise: one bad item is a 422 and nothing is saved; skip: bad items are reported"
+    )
+    observed_at: str | None = Field(None, description="the default of every item's observed_at")
 
 
 class ContradictionOut(BaseModel):
@@ -67,6 +101,22 @@ class SaveOut(BaseModel):
     entry: EntryOut
     notes: list[str]
     contradicts: ContradictionOut | None = Field(None, description="the entry this save contradicts, if any")
+
+
+class BatchItemOut(BaseModel):
+    position: int = Field(description="the item's position in the request, from 0")
+    outcome: str = Field(description="created, reinforced, extended, superseded, or rejected (on_error skip)")
+    entry: EntryOut | None = Field(description="where the fact lives; null when rejected")
+    notes: list[str]
+    contradicts: ContradictionOut | None = Field(None, description="the entry this save contradicts, if any")
+    error: str | None = Field(None, description="why the item was rejected")
+    field: str | None = Field(None, description="the item's field at fault, when rejected")
+
+
+class BatchOut(BaseModel):
+    saved: int = Field(description="items saved (any outcome but rejected)")
+    rejected: int
+    results: list[BatchItemOut] = Field(description="one per item, in the request's order")
 
 
 class EditIn(RequestModel):
@@ -92,10 +142,25 @@ class VersionOut(BaseModel):
     archived: bool
 
 
+class EvidenceOut(BaseModel):
+    """Why a hit ranked where it did (docs/concepts.md, "Reading a hit's score")."""
+
+    bm25: float | None = Field(description="the raw BM25 score; null when BM25 did not find the entry")
+    similarity: float | None = Field(description="the raw cosine similarity; null when the vector search did not")
+    lexical: float = Field(description="BM25 as evidence, 0-1")
+    semantic: float = Field(description="similarity as evidence, 0-1 (0 at or below the floor)")
+    own: float = Field(description="the hit's own evidence: the mode's mix of lexical and semantic")
+    context: float = Field(description="what its thread and sequence neighbours lent it")
+    time: float = Field(description="the boost for matching a time the query names")
+
+
 class HitOut(BaseModel):
     entry: EntryOut
-    score: float
-    matched_by: str = Field(description="bm25, vector, hybrid, substring, recent, pinned or superseded")
+    score: float = Field(description="own + context + time; 1 is full evidence of its own")
+    matched_by: str = Field(
+        description="bm25, vector, bm25+vector, time, neighbour, thread, substring, recent, pinned or superseded"
+    )
+    evidence: EvidenceOut | None = Field(None, description="the score's parts; null for fill-ins")
 
 
 class SearchOut(BaseModel):
@@ -130,8 +195,35 @@ def _version_out(v: EntryVersion) -> VersionOut:
     )
 
 
+def _save_out(saved: SaveResult) -> SaveOut:
+    found = saved.contradiction
+    contradicts = None if found is None else ContradictionOut(**contradiction_data(found))
+    return SaveOut(
+        outcome=saved.outcome, entry=entry_out(saved.entry), notes=list(saved.notes), contradicts=contradicts
+    )
+
+
+def _batch_item_out(position: int, result: SaveResult | SaveRejection) -> BatchItemOut:
+    if isinstance(result, SaveRejection):
+        return BatchItemOut(
+            position=position, outcome=result.outcome, entry=None, notes=[], error=result.error, field=result.field
+        )
+    out = _save_out(result)
+    return BatchItemOut(
+        position=position, outcome=out.outcome, entry=out.entry, notes=out.notes, contradicts=out.contradicts
+    )
+
+
 def _search_out(results: SearchResults) -> SearchOut:
-    hits = [HitOut(entry=entry_out(h.entry), score=h.score, matched_by=h.matched_by) for h in results]
+    hits = [
+        HitOut(
+            entry=entry_out(h.entry),
+            score=h.score,
+            matched_by=h.matched_by,
+            evidence=None if h.evidence is None else EvidenceOut.model_validate(h.evidence, from_attributes=True),
+        )
+        for h in results
+    ]
     return SearchOut(mode=results.mode, notes=list(results.notes), hits=hits)
 
 
@@ -154,12 +246,31 @@ def save_entry(
         pinned=body.pinned,
         scope=scope_of(agent, user_id, session_id),
         dedup=body.dedup,
+        observed_at=body.observed_at,
     )
-    found = saved.contradiction
-    contradicts = None if found is None else ContradictionOut(**contradiction_data(found))
-    return SaveOut(
-        outcome=saved.outcome, entry=entry_out(saved.entry), notes=list(saved.notes), contradicts=contradicts
+    return _save_out(saved)
+
+
+@router.post("/entries/batch", response_model=BatchOut, summary="Save many facts")
+def save_batch(
+    rv: Engine, agent: WriteAgent, body: BatchIn, user_id: UserQuery = None, session_id: SessionQuery = None
+) -> BatchOut:
+    """Save many facts in one transaction (ingestion), with deduplication as for one save (items see each
+    other). ``on_error: "raise"`` (the default): one item the service rejects (empty or over-long content, a bad
+    category, tier, importance, metadata or observed_at) is a 422 naming it (``item N: …``) and nothing is
+    saved. ``on_error: "skip"``: the good items are saved and every item gets its result, a rejected one with
+    ``error`` and ``field``. A body that does not match the schema is a 422 either way."""
+    items = [item.model_dump(exclude_unset=True) for item in body.items]
+    results = rv.memory.save_many(
+        items,
+        scope=scope_of(agent, user_id, session_id),
+        dedup=body.dedup,
+        on_error=body.on_error,
+        observed_at=body.observed_at,
     )
+    out = [_batch_item_out(position, result) for position, result in enumerate(results)]
+    rejected = sum(1 for item in out if item.outcome == "rejected")
+    return BatchOut(saved=len(out) - rejected, rejected=rejected, results=out)
 
 
 @router.get("/entries", response_model=BrowseOut, summary="Browse: recent entries and the taxonomy")

@@ -1,5 +1,6 @@
-"""Benchmarks: recall on LoCoMo (``reverie bench recall``), speed at scale (``reverie bench latency``), and
-exact against approximate vector search (``python -m reverie.bench.ann``).
+"""Benchmarks: recall on LoCoMo and on the bundled everyday set (``reverie bench recall``), speed at scale
+(``reverie bench latency``), and exact against approximate vector search (``python -m reverie.bench.ann``).
 
-The dataset never ships with Reverie: the benchmark takes its path as an argument.
+LoCoMo never ships with Reverie (CC BY-NC): the benchmark takes its path as an argument. The everyday set is
+ours and ships as ``reverie/bench/data/everyday.json``.
 """

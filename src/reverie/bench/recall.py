@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import reverie
 from reverie.bench.locomo import (
     CATEGORIES,
@@ -33,7 +35,9 @@ from reverie.bench.locomo import (
     turn_text,
 )
 from reverie.clock import FakeClock
+from reverie.embed.base import embed_queries
 from reverie.errors import ValidationError
+from reverie.storage.base import FactFilter
 from reverie.types import Scope
 
 MODES = ("bm25", "vector", "hybrid")
@@ -197,6 +201,36 @@ def evaluate(rv: reverie.Reverie, conversations: Sequence[Conversation], mode: s
     )
 
 
+def plain_cosine(rv: reverie.Reverie, conversations: Sequence[Conversation], ks: Sequence[int]) -> ModeResult:
+    """The sanity row beside ``vector``: the same turns' stored vectors ranked by plain cosine with numpy (no
+    floor, no filter, no fusion), each question embedded by the same model. Vector mode should not fall below it."""
+    assert rv.embedder is not None
+    limit = max(ks)
+    scores: list[QuestionScore] = []
+    latencies: list[float] = []
+    for index, conversation in enumerate(conversations):
+        scope = conversation_scope(index)
+        rows = [(i, v) for i, v in rv.store.vectors.snapshot(scope.agent_id, rv.embedder.model_id).vectors if v]
+        matrix = np.vstack([np.frombuffer(v, dtype=np.float32) for _, v in rows])
+        found = rv.store.facts.get_many([i for i, _ in rows], FactFilter(scope=scope, now=rv.clock.now()))
+        dia = {e.id: str(e.metadata.get("dia_id", "")) for e in found}
+        ids = [dia.get(i, "") for i, _ in rows]
+        for question in conversation.questions:
+            started = time.perf_counter()
+            query = np.asarray(embed_queries(rv.embedder, [question.question])[0], dtype=np.float32)
+            top = np.argsort(-(matrix @ query), kind="stable")[:limit]
+            latencies.append((time.perf_counter() - started) * 1000)
+            scores.append(score_question(question, [ids[i] for i in top], ks))
+    return ModeResult(
+        mode="cosine",
+        rows=summarise(scores, ks),
+        latency_p50_ms=percentile(latencies, 50),
+        latency_p95_ms=percentile(latencies, 95),
+        ran_as={"cosine": len(scores)},
+        notes=(),
+    )
+
+
 def summarise_dataset(conversations: Sequence[Conversation]) -> DatasetSummary:
     counts = Counter(q.category for c in conversations for q in c.questions)
     return DatasetSummary(
@@ -265,6 +299,9 @@ def run_recall(
         for mode in modes:
             say(f"searching {questions} questions, mode {mode}")
             results.append(evaluate(rv, conversations, mode, ks))
+        if "vector" in modes and rv.embedder is not None:
+            say(f"searching {questions} questions by plain cosine over the same vectors (the sanity row)")
+            results.append(plain_cosine(rv, conversations, ks))
         notes = ("k counts memory items; one item is one turn",) + _cache_note(rv, modes, questions)
         config = rv.recall.config
         knobs = {
@@ -272,6 +309,9 @@ def run_recall(
             "candidates": config.candidates,
             "min_similarity": rv.recall.floor(conversation_scope(0).agent_id, None),
             "neighbour_share": config.neighbour_share,
+            "thread_share": config.thread_share,
+            "time_weight": config.time_weight,
+            "min_evidence": config.min_evidence,
         }
     return RecallReport(
         dataset=summarise_dataset(conversations),

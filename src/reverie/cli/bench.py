@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -15,16 +16,18 @@ from rich.table import Table
 
 from reverie.bench import postgres
 from reverie.bench.dedup import DedupReport, run_dedup
+from reverie.bench.everyday import ALL_ON_TOPIC, NEARMISS, OFFTOPIC, KindRow, load_everyday
+from reverie.bench.everyday_recall import EverydayModeResult, EverydayReport, run_everyday
 from reverie.bench.latency import BACKENDS, DEFAULT_WARMUP, SERIAL, LatencyReport, run_latency
 from reverie.bench.locomo import load_locomo
 from reverie.bench.longrun import format_report, run_longrun
-from reverie.bench.recall import DEFAULT_KS, MODES, ModeResult, RecallReport, run_recall
+from reverie.bench.recall import DEFAULT_KS, MODES, Ingestion, ModeResult, RecallReport, run_recall
 from reverie.bench.truth import TruthReport, run_truth
 from reverie.cli.common import JsonOption, console, emit_json, err_console, fail
 from reverie.errors import ReverieError, ValidationError
 
 app = typer.Typer(help="Benchmarks: recall on LoCoMo, and speed at scale.", no_args_is_help=True)
-DATASETS = ("locomo",)
+DATASETS = ("locomo", "everyday")
 
 
 def _progress(message: str) -> None:
@@ -38,11 +41,15 @@ def _cycles(done: int, total: int) -> None:
 
 @app.command()
 def recall(
-    path: Path = typer.Argument(..., help="The dataset file, e.g. locomo10.json (never copied into the store)."),
-    dataset: str = typer.Option("locomo", "--dataset", help="The dataset's format: locomo."),
+    path: Path | None = typer.Argument(
+        None,
+        help="The dataset file, e.g. locomo10.json (never copied into the store); with --dataset everyday,"
+        " optional (default: the set shipped with Reverie).",
+    ),
+    dataset: str = typer.Option("locomo", "--dataset", help="The dataset's format: locomo or everyday."),
     mode: str = typer.Option("all", "--mode", help="bm25, vector, hybrid, or all (each on the same store)."),
     limit_conversations: int | None = typer.Option(
-        None, "--limit-conversations", help="Only the first N conversations (a quick look)."
+        None, "--limit-conversations", help="locomo: only the first N conversations (a quick look)."
     ),
     store: Path | None = typer.Option(
         None, "--store", help="Ingest into this new, empty directory and keep it (default: a temporary one)."
@@ -62,37 +69,63 @@ def recall(
     ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Recall@k of every question: each conversation in its own scope, one memory per turn."""
+    """Recall of every question. locomo: recall@k, each conversation in its own scope, one memory per turn.
+    everyday: precision@1, recall@5 and off-topic silence on a hand-written set of everyday facts."""
     try:
-        if dataset not in DATASETS:
-            raise ValidationError(f"--dataset must be one of {', '.join(DATASETS)}, got {dataset!r}", field="dataset")
-        if mode != "all" and mode not in MODES:
-            raise ValidationError(f"--mode must be bm25, vector, hybrid or all, got {mode!r}", field="mode")
-        if backend not in BACKENDS:
-            raise ValidationError(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}", field="backend")
-        if lexical not in (None, "memory", "fts"):
-            raise ValidationError(f"--lexical must be memory or fts, got {lexical!r}", field="lexical")
-        modes = MODES if mode == "all" else (mode,)
+        modes = _recall_checks(path, dataset, mode, backend, lexical, limit_conversations)
         overrides: dict[str, dict[str, object]] = {} if lexical is None else {"recall": {"lexical": lexical}}
         with ExitStack() as stack:
             if backend == "postgres":
                 admin = stack.enter_context(postgres.server(store_url))
                 overrides["store"] = {"url": stack.enter_context(postgres.fresh_database(admin, "recall"))}
-            report = run_recall(
-                load_locomo(path),
-                modes=modes,
-                ks=DEFAULT_KS,
-                store=store,
-                limit_conversations=limit_conversations,
-                overrides=overrides,
-                progress=_progress,
-            )
+            report: RecallReport | EverydayReport
+            if dataset == "everyday":
+                report = run_everyday(
+                    load_everyday(path),
+                    modes=modes,
+                    store=store,
+                    source="bundled" if path is None else str(path),
+                    overrides=overrides,
+                    progress=_progress,
+                )
+            else:
+                assert path is not None  # _recall_checks
+                report = run_recall(
+                    load_locomo(path),
+                    modes=modes,
+                    ks=DEFAULT_KS,
+                    store=store,
+                    limit_conversations=limit_conversations,
+                    overrides=overrides,
+                    progress=_progress,
+                )
     except ReverieError as exc:
         fail(exc)
     if as_json:
         emit_json(report)
+    elif isinstance(report, EverydayReport):
+        render_everyday(report)
     else:
         render_recall(report)
+
+
+def _recall_checks(
+    path: Path | None, dataset: str, mode: str, backend: str, lexical: str | None, limit_conversations: int | None
+) -> tuple[str, ...]:
+    """Refuse bad ``bench recall`` arguments before any work; returns the modes to run."""
+    if dataset not in DATASETS:
+        raise ValidationError(f"--dataset must be one of {', '.join(DATASETS)}, got {dataset!r}", field="dataset")
+    if dataset == "locomo" and path is None:
+        raise ValidationError("--dataset locomo needs the dataset file, e.g. locomo10.json", field="path")
+    if dataset != "locomo" and limit_conversations is not None:
+        raise ValidationError("--limit-conversations applies to --dataset locomo only", field="limit_conversations")
+    if mode != "all" and mode not in MODES:
+        raise ValidationError(f"--mode must be bm25, vector, hybrid or all, got {mode!r}", field="mode")
+    if backend not in BACKENDS:
+        raise ValidationError(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}", field="backend")
+    if lexical not in (None, "memory", "fts"):
+        raise ValidationError(f"--lexical must be memory or fts, got {lexical!r}", field="lexical")
+    return MODES if mode == "all" else (mode,)
 
 
 @app.command()
@@ -254,6 +287,18 @@ def _comparison_table(report: RecallReport, label: str) -> Table:
     return table
 
 
+def _print_setup(ing: Ingestion, settings: Mapping[str, object], notes: Sequence[str]) -> None:
+    """The lines every recall report opens with: the ingestion, the recall settings, the notes."""
+    console.print(
+        f"ingestion: {ing.memories} memories saved in {ing.save_seconds:.2f} s; {ing.embedded} embedded in "
+        f"{ing.embed_seconds:.2f} s ({_rate(ing.embed_rate)} texts/s, model {escape(str(ing.model))})"
+    )
+    knobs = ", ".join(f"{name} {value}" for name, value in settings.items())
+    console.print(f"recall settings: {escape(knobs)}")
+    for note in notes:
+        console.print(f"[dim]note: {escape(note)}[/]")
+
+
 def render_recall(report: RecallReport) -> None:
     d, ing = report.dataset, report.ingestion
     console.print(
@@ -266,14 +311,7 @@ def render_recall(report: RecallReport) -> None:
         f"({escape(', '.join(cleaning.ids_dropped)) or 'none'}), {len(cleaning.questions_dropped)} questions "
         "without evidence dropped"
     )
-    console.print(
-        f"ingestion: {ing.memories} memories saved in {ing.save_seconds:.2f} s; {ing.embedded} embedded in "
-        f"{ing.embed_seconds:.2f} s ({_rate(ing.embed_rate)} texts/s, model {escape(str(ing.model))})"
-    )
-    knobs = ", ".join(f"{name} {value}" for name, value in report.recall_settings.items())
-    console.print(f"recall settings: {escape(knobs)}")
-    for note in report.notes:
-        console.print(f"[dim]note: {escape(note)}[/]")
+    _print_setup(ing, report.recall_settings, report.notes)
     for result in report.modes:
         console.print()
         _print_table(_mode_table(result, report.ks))
@@ -283,6 +321,62 @@ def render_recall(report: RecallReport) -> None:
         for label in ("1-4", "1-5"):
             console.print()
             _print_table(_comparison_table(report, label))
+
+
+def _everyday_cells(row: KindRow) -> list[str]:
+    return [_num(row.precision_at_1), _num(row.recall_at_k), _num(row.empty), str(row.n)]
+
+
+def _everyday_mode_table(result: EverydayModeResult, k: int) -> Table:
+    ran = ", ".join(f"{m}: {count}" for m, count in sorted(result.ran_as.items()))
+    title = (
+        f"mode {result.mode} (ran as {ran}; search p50 {result.latency_p50_ms:.1f} ms, "
+        f"p95 {result.latency_p95_ms:.1f} ms)"
+    )
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("kind", no_wrap=True)
+    for name in ("p@1", f"r@{k}", "empty", "n"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in result.rows:
+        # offtopic empty is the target; nearmiss empty is shown for information only (dim)
+        style = "bold" if row.label in (ALL_ON_TOPIC, OFFTOPIC) else "dim" if row.label == NEARMISS else None
+        table.add_row(row.label, *_everyday_cells(row), style=style)
+    return table
+
+
+def _everyday_comparison_table(report: EverydayReport) -> Table:
+    k = report.k
+    table = Table(title="every mode on the same store", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("mode", no_wrap=True)
+    names = ("p@1", f"r@{k}", "offtopic empty", "nearmiss empty (info)", "n on-topic", "n offtopic", "n nearmiss",
+             "p50 ms", "p95 ms")  # fmt: skip
+    for name in names:
+        table.add_column(name, justify="right", no_wrap=True)
+    for result in report.modes:
+        rows = {row.label: row for row in result.rows}
+        on, off, near = rows[ALL_ON_TOPIC], rows[OFFTOPIC], rows[NEARMISS]
+        table.add_row(
+            result.mode, _num(on.precision_at_1), _num(on.recall_at_k), _num(off.empty), _num(near.empty), str(on.n),
+            str(off.n), str(near.n), f"{result.latency_p50_ms:.1f}", f"{result.latency_p95_ms:.1f}",
+        )  # fmt: skip
+    return table
+
+
+def render_everyday(report: EverydayReport) -> None:
+    d, ing = report.dataset, report.ingestion
+    console.print(
+        f"[bold]everyday[/] ({escape(d.source)}): {d.facts} facts; queries "
+        + ", ".join(f"{kind} {count}" for kind, count in d.queries.items())
+    )
+    _print_setup(ing, report.recall_settings, report.notes)
+    for result in report.modes:
+        console.print()
+        _print_table(_everyday_mode_table(result, report.k))
+        for note in result.notes:
+            console.print(f"[yellow]note:[/] {escape(note)}")
+    if len(report.modes) > 1:
+        console.print()
+        _print_table(_everyday_comparison_table(report))
 
 
 def render_latency(report: LatencyReport) -> None:

@@ -35,6 +35,12 @@ def save(
     importance: float | None = typer.Option(None, help="Salience from 0 to 1 (default 0.5)."),
     tier: str | None = typer.Option(None, help="episodic, semantic (default) or procedural."),
     pin: bool = typer.Option(False, "--pin", help="Exempt from decay and purge."),
+    observed_at: str | None = typer.Option(
+        None,
+        "--observed-at",
+        help="When the fact was observed (dated history): ISO 8601 with an offset, e.g. 2023-05-08T13:56:00+00:00; "
+        "not in the future. Default: now.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the id (for scripts)."),
     agent: str = AgentOption,
     user: str | None = UserOption,
@@ -52,6 +58,7 @@ def save(
             tier=tier,
             pinned=pin,
             scope=scope_of(agent, user, session),
+            observed_at=observed_at,
         )
         if as_json:
             emit_json(result)
@@ -77,6 +84,7 @@ def search(
     include_superseded: bool = typer.Option(
         False, "--include-superseded", help="Append matching entries folded into another (labelled)."
     ),
+    explain: bool = typer.Option(False, "--explain", help="Under each hit: what found it and its score's parts."),
     agent: str = AgentOption,
     user: str | None = UserOption,
     session: str | None = SessionOption,
@@ -99,7 +107,7 @@ def search(
         if as_json:
             emit_json({"mode": results.mode, "notes": list(results.notes), "hits": list(results)})
         else:
-            render.hits(results, rv.clock.now(), query)
+            render.hits(results, rv.clock.now(), query, explain=explain)
             for note in results.notes:
                 console.print(f"[yellow]note:[/] {escape(note)}")
 

@@ -38,7 +38,7 @@ def entry_line(entry: MemoryEntry, now: datetime, *, score: float | None = None)
     )
 
 
-def hits(results: list[SearchHit], now: datetime, query: str) -> None:
+def hits(results: list[SearchHit], now: datetime, query: str, *, explain: bool = False) -> None:
     if not results:
         console.print(
             f"No memory matched {escape(repr(query))}. That is not evidence it was never said: "
@@ -52,6 +52,19 @@ def hits(results: list[SearchHit], now: datetime, query: str) -> None:
         elif hit.matched_by == "superseded":
             line = f"[yellow]superseded[/] {line}"  # by whom: the line's own extras say
         console.print(line)
+        if explain:
+            console.print(f"    [dim]{escape(hit_parts(hit))}[/]")
+
+
+def hit_parts(hit: SearchHit) -> str:
+    """One line on why a hit ranked: what found it and the parts of its score (docs/concepts.md)."""
+    e = hit.evidence
+    if e is None:
+        return f"matched_by {hit.matched_by}"
+    parts = f"own {e.own:.3f} (lexical {e.lexical:.2f}, semantic {e.semantic:.2f}) + context {e.context:.3f}"
+    raw = [f"bm25 {e.bm25:.3g}"] if e.bm25 is not None else []
+    raw += [f"similarity {e.similarity:.3f}"] if e.similarity is not None else []
+    return f"matched_by {hit.matched_by}: {parts} + time {e.time:.3f}" + (f"; {', '.join(raw)}" if raw else "")
 
 
 def finding_line(finding: LintFinding) -> str:

@@ -67,3 +67,56 @@ def spread(scores: Mapping[str, float], neighbours: Mapping[str, list[str]], sha
         best = max((scores.get(n, 0.0) for n in near), default=0.0)
         out[key] = scores.get(key, 0.0) + share * best
     return out
+
+
+# -- evidence (issue 18): scores that mean something across queries -------------------------------------
+def lexical_evidence(scores: Mapping[str, float], ideal: float | None) -> dict[str, float]:
+    """BM25 scores as evidence in [0, 1]: each divided by the larger of the best score and ``ideal`` (what
+    an entry holding enough of the query's weight would score; None: the best score alone). So a list
+    whose best hit matches only a weak word of the query stays weak instead of being stretched to 1."""
+    if not scores:
+        return {}
+    scale = max(max(scores.values()), ideal or 0.0)
+    if scale <= 1e-12:
+        return dict.fromkeys(scores, 0.0)
+    return {key: min(value / scale, 1.0) for key, value in scores.items()}
+
+
+def semantic_evidence(similarities: Mapping[str, float], floor: float, strong: float) -> dict[str, float]:
+    """Cosine similarities as evidence in [0, 1]: 0 at or below ``floor``, 1 for the best candidate when it
+    reaches ``strong`` (the model's "clearly related"); a query whose best candidate is weaker than
+    ``strong`` keeps its hits below 1."""
+    if not similarities:
+        return {}
+    scale = max(max(similarities.values()), strong) - floor
+    if scale <= 1e-12:
+        return dict.fromkeys(similarities, 0.0)
+    return {key: min(max(value - floor, 0.0) / scale, 1.0) for key, value in similarities.items()}
+
+
+def weighted(lexical: Mapping[str, float], semantic: Mapping[str, float], semantic_weight: float) -> dict[str, float]:
+    """The weighted sum of two evidence maps over the union of their keys (a missing signal counts 0)."""
+    if not 0.0 <= semantic_weight <= 1.0:
+        raise ValueError("semantic_weight must be between 0 and 1")
+    return {
+        key: (1.0 - semantic_weight) * lexical.get(key, 0.0) + semantic_weight * semantic.get(key, 0.0)
+        for key in lexical.keys() | semantic.keys()
+    }
+
+
+def thread_gain(
+    lexical: Mapping[str, float], semantic: Mapping[str, float], threads: Mapping[str, str], share: float
+) -> dict[str, float]:
+    """What each threaded item gains from its thread's evidence: ``share`` of the mean of the thread's best
+    lexical and best semantic evidence (evidence spread over a session counts for each of its turns).
+    Items without a thread gain nothing; so does everything when ``share`` is 0."""
+    if share <= 0:
+        return {}
+    best_lexical: dict[str, float] = {}
+    best_semantic: dict[str, float] = {}
+    for key, thread in threads.items():
+        best_lexical[thread] = max(best_lexical.get(thread, 0.0), lexical.get(key, 0.0))
+        best_semantic[thread] = max(best_semantic.get(thread, 0.0), semantic.get(key, 0.0))
+    return {
+        key: share * 0.5 * (best_lexical[thread] + best_semantic[thread]) for key, thread in threads.items()
+    }

@@ -2,13 +2,17 @@
 learned it. A convention on ``metadata``, not typed fields:
 
 - ``subjectTime``: a point, ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD`` (the most specific form the source
-  justifies);
+  justifies), or an ISO 8601 date and time (``2023-05-08T13:56:00+00:00``, ``2023-05-08T13:56Z``,
+  ``2023-05-08T13:56``), which means its day as written (day precision; the text is kept as it is);
 - ``subjectTimeStart`` / ``subjectTimeEnd``: range bounds in the same forms; either may be omitted if open.
+
+A save checks these keys (``subject_time_problem``); merging never raises and ignores what it cannot read.
 
 Merging (when consolidation folds entries together) follows these rules, independent of source order:
 - A value that is not one of the three forms, or not a real date (``2019-02-30``), is ignored.
-- A point keeps the most specific value (day > month > year); between equally specific points that
-  disagree, the earliest wins.
+- A point keeps the most specific value (day > month > year; a date and time counts as its day); between
+  equally specific points that disagree, the earliest wins. Between values that mean the same day, one with a
+  time of day wins over a bare date, then the lesser text: the result never depends on source order.
 - A range widens: the earliest start and the latest end. A start is compared by the first day it can mean
   (``2019`` → 2019-01-01), an end by the last (``2019`` → 2019-12-31); on a tie the more specific value wins.
 - An open bound is unbounded, not unknown: a source with a valid start and no end key is open-ended
@@ -24,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 SUBJECT_TIME = "subjectTime"
@@ -33,16 +37,26 @@ SUBJECT_TIME_END = "subjectTimeEnd"
 SUBJECT_TIME_KEYS = (SUBJECT_TIME, SUBJECT_TIME_START, SUBJECT_TIME_END)
 
 _FORM = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
+# An ISO 8601 date and time in the extended format: a time of day to the minute at least, an optional
+# fraction of a second, and an optional offset (Z or ±HH:MM). datetime.fromisoformat then checks the values.
+_DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})?")
 
 
 @dataclass(frozen=True, slots=True)
 class _When:
-    """A parsed value: the first and last day it can mean, and its precision (1 year, 2 month, 3 day)."""
+    """A parsed value: the first and last day it can mean, its precision (1 year, 2 month, 3 day), and whether
+    it names a time of day too (a date and time: day precision)."""
 
     value: str
     first: date
     last: date
     precision: int
+    timed: bool = False
+
+    @property
+    def tie(self) -> tuple[bool, str]:
+        """The last key of every choice between values: with a time of day first, then the lesser text."""
+        return not self.timed, self.value
 
 
 def _parse(value: object) -> _When | None:
@@ -50,7 +64,7 @@ def _parse(value: object) -> _When | None:
         return None
     match = _FORM.fullmatch(value)
     if match is None:
-        return None
+        return _parse_datetime(value)
     year = int(match.group(1))
     month, day = (int(part) if part else None for part in match.group(2, 3))
     try:
@@ -66,17 +80,46 @@ def _parse(value: object) -> _When | None:
         return None
 
 
+def _parse_datetime(value: str) -> _When | None:
+    """A date and time (``_DATETIME``) as the day it names, as written: the offset does not move the day."""
+    if _DATETIME.fullmatch(value) is None:
+        return None
+    try:
+        day = datetime.fromisoformat(value).date()
+    except ValueError:  # hour 24, minute 60, offset beyond a day, a day the month lacks
+        return None
+    return _When(value, day, day, 3, timed=True)
+
+
 def valid_subject_time(value: object) -> bool:
-    """True for ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD`` naming a real calendar date (no whitespace, no time
-    of day, years 0001–9999)."""
+    """True for ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD`` naming a real calendar date, or an ISO 8601 date and
+    time on such a date (``2023-05-08T13:56:00+00:00``; offset optional): no whitespace, years 0001–9999."""
     return _parse(value) is not None
+
+
+def subject_time_problem(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What is wrong with ``metadata``'s subject-time keys, as ``(key, message)``, or None when they are
+    absent or valid: a value in none of the forms, or a start after its end."""
+    for key in SUBJECT_TIME_KEYS:
+        value = metadata.get(key)
+        if value is not None and _parse(value) is None:
+            return key, (
+                f"metadata.{key} must be a string YYYY, YYYY-MM, YYYY-MM-DD or an ISO 8601 date and time "
+                f"(2023-05-08T13:56:00+00:00), got {repr(value)[:60]}"
+            )
+    start, end = _parse(metadata.get(SUBJECT_TIME_START)), _parse(metadata.get(SUBJECT_TIME_END))
+    if start is not None and end is not None and start.first > end.last:
+        return SUBJECT_TIME_START, (
+            f"metadata.{SUBJECT_TIME_START} ({start.value}) is after metadata.{SUBJECT_TIME_END} ({end.value})"
+        )
+    return None
 
 
 def _merged_point(metadatas: Sequence[Mapping[str, Any]]) -> str | None:
     points = [p for p in (_parse(m.get(SUBJECT_TIME)) for m in metadatas) if p is not None]
     if not points:
         return None
-    return min(points, key=lambda p: (-p.precision, p.first)).value
+    return min(points, key=lambda p: (-p.precision, p.first, p.tie)).value
 
 
 def _source_range(metadata: Mapping[str, Any]) -> tuple[_When | None, _When | None, bool, bool] | None:
@@ -105,9 +148,9 @@ def _merged_range(metadatas: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         end_open |= opens_end
     merged: dict[str, str] = {}
     if starts and not start_open:
-        merged[SUBJECT_TIME_START] = min(starts, key=lambda w: (w.first, -w.precision)).value
+        merged[SUBJECT_TIME_START] = min(starts, key=lambda w: (w.first, -w.precision, w.tie)).value
     if ends and not end_open:
-        merged[SUBJECT_TIME_END] = min(ends, key=lambda w: (-w.last.toordinal(), -w.precision)).value
+        merged[SUBJECT_TIME_END] = min(ends, key=lambda w: (-w.last.toordinal(), -w.precision, w.tie)).value
     return merged
 
 
@@ -118,3 +161,14 @@ def merge_subject_time(metadatas: Sequence[Mapping[str, Any]]) -> dict[str, str]
     if point is not None:
         merged[SUBJECT_TIME] = point
     return merged
+
+
+def day_bounds(value: object) -> tuple[datetime, datetime] | None:
+    """The stretch of time a subject-time value means, in UTC: from the start of its first day to the end
+    of its last (``2026-03`` -> 2026-03-01 00:00 to 2026-03-31 23:59:59.999999); None when malformed."""
+    when = _parse(value)
+    if when is None:
+        return None
+    first = datetime(when.first.year, when.first.month, when.first.day, tzinfo=UTC)
+    last = datetime(when.last.year, when.last.month, when.last.day, tzinfo=UTC)
+    return first, last + timedelta(days=1) - timedelta(microseconds=1)

@@ -20,18 +20,27 @@ _STOPWORD_TEXT = """a an and are as at be been but by can could did do does for 
     how i if in into is it its me my of on or our ours she so than that the their them then there these
     they this those to too us was we were what when where which who whom why will with would you your"""
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# Contraction pieces ("can't" -> "can", "t"; "Dan's" -> "dan", "s"), filler, and the words of asking
+# ("what kind of", "does Dan like", "which database does Harbor use"): in a query they carry no topic, and
+# one of them matching a short entry outranked what the query was about (the everyday set). Dropped from
+# queries like the stopwords (only when other words remain); entries still index them. Kept short: each
+# further function word tried (about, after, many, other, ...) cost LoCoMo a little.
+_FILLER_TEXT = """d didn doesn don ever even get gets got hadn hasn haven isn kind kinds ll like likes m re s sort
+    t type types use uses used using ve wasn weren won wouldn couldn aren shouldn please tell know think mean
+    really just yes yeah ok okay thanks hey hi hello oh well"""
+FILLER = frozenset(_FILLER_TEXT.split())
 
 
 def query_terms(text: str) -> list[str]:
-    """The lower-cased search terms of ``text``: letters and digits only, stopwords dropped when others
-    remain, duplicates removed, order kept, at most ``MAX_QUERY_TERMS``."""
+    """The lower-cased search terms of ``text``: letters and digits only, stopwords and filler dropped when
+    others remain, duplicates removed, order kept, at most ``MAX_QUERY_TERMS``."""
     seen: dict[str, None] = {}
     for match in _TERM.finditer(text):
         # lower(), not casefold(): unicode61 folds case one character at a time ("straße" stays
         # "straße"), and casefold's "ss" would never match what the index holds.
         seen.setdefault(match.group(0).lower(), None)
     terms = list(seen)
-    content = [t for t in terms if t not in STOPWORDS]
+    content = [t for t in terms if t not in STOPWORDS and t not in FILLER]
     return (content or terms)[:MAX_QUERY_TERMS]
 
 

@@ -7,8 +7,10 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from reverie.core.subject_time import subject_time_problem
 from reverie.errors import ValidationError
 from reverie.types import RESERVED_AGENT_PREFIX, USER_AGENT_PREFIX, Scope, Tier, is_user_agent
 
@@ -18,6 +20,9 @@ MAX_TAGS = 50
 MAX_TAG_CHARS = 100
 MAX_ID_CHARS = 200
 MAX_METADATA_BYTES = 64_000
+# How far past the clock's now an observed time may be (another machine's clock running ahead); such a time
+# is taken as now, never later.
+OBSERVED_AT_TOLERANCE = timedelta(minutes=5)
 # Unicode control characters (category Cc): the C0 and C1 ranges and DEL.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -188,6 +193,53 @@ def metadata(value: object) -> dict[str, Any]:
         raise ValidationError(f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata")
     loaded: dict[str, Any] = json.loads(encoded)
     return loaded
+
+
+def subject_time(value: Mapping[str, Any]) -> None:
+    """Raise unless the subject-time keys of a save's metadata (``core.subject_time``) are well formed: each
+    ``YYYY``, ``YYYY-MM``, ``YYYY-MM-DD`` or an ISO 8601 date and time, and a start not after its end."""
+    problem = subject_time_problem(value)
+    if problem is not None:
+        key, message = problem
+        raise ValidationError(message, field=f"metadata.{key}")
+
+
+def observed_at(value: object, *, now: datetime, name: str = "observed_at") -> datetime:
+    """When a saved fact was observed, in UTC: ``now`` when None; otherwise a timezone-aware datetime or an ISO
+    8601 string with an offset (``2023-05-08T13:56:00+00:00``, ``…Z``), at most ``OBSERVED_AT_TOLERANCE``
+    after ``now`` (and then taken as ``now``). A naive time is refused: it could mean any zone."""
+    if value is None:
+        return now
+    shown = (
+        value.isoformat() if isinstance(value, datetime) else repr(value[:40] if isinstance(value, str) else value)[:80]
+    )
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValidationError(
+                f"{name} must be an ISO 8601 date and time with an offset, e.g. 2023-05-08T13:56:00+00:00; got {shown}",
+                field=name,
+            ) from None
+    if not isinstance(value, datetime):
+        raise ValidationError(f"{name} must be a timezone-aware datetime, got {shown}", field=name)
+    if value.utcoffset() is None:
+        raise ValidationError(
+            f"{name} {shown} has no timezone, so it could mean any zone: give an offset "
+            "(2023-05-08T13:56:00+00:00, or Z for UTC)",
+            field=name,
+        )
+    try:
+        when = value.astimezone(UTC)
+    except OverflowError:
+        raise ValidationError(f"{name} {shown} is out of range", field=name) from None
+    if when - now > OBSERVED_AT_TOLERANCE:
+        raise ValidationError(
+            f"{name} {when.isoformat()} is in the future (now is {now.isoformat()}): a fact cannot be observed "
+            "after it is saved",
+            field=name,
+        )
+    return min(when, now)
 
 
 def has_nul(value: object) -> bool:

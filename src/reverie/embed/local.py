@@ -27,7 +27,7 @@ import functools
 import importlib.util
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reverie.embed.base import Vectors, normalise_rows
+from reverie.embed.parallel import run_parallel
 from reverie.errors import EmbeddingError
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
@@ -93,6 +94,8 @@ class LocalEmbedder:
     # Calibrated on LoCoMo (docs/adr/0004): MiniLM's cosine for relevant pairs has a median near 0.53, so
     # seed 000's 0.5 floor drops relevant memories; see `reverie bench recall`.
     default_min_similarity = 0.25
+    # Full semantic evidence (recall): where MiniLM's related pairs sit (LoCoMo question/evidence median 0.53).
+    strong_similarity = 0.6
 
     @property
     def model_id(self) -> str:
@@ -144,7 +147,7 @@ class LocalEmbedder:
             width = int(lengths[rows].max())  # padding is on the right: trim to this batch's longest
             out[rows] = _forward(model, model.session, ids[rows, :width], mask[rows, :width])
 
-        _run_parallel([functools.partial(run, rows) for rows in batches], self._threads)
+        run_parallel([functools.partial(run, rows) for rows in batches], self._threads)
         return out
 
 
@@ -157,38 +160,6 @@ def _forward(model: _Loaded, session: Any, ids: Ids, mask: Ids) -> Vectors:
     weights = mask[..., None].astype(np.float32)
     pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
     return normalise_rows(pooled)
-
-
-def _run_parallel(jobs: list[Callable[[], None]], workers: int) -> None:
-    """Run every job, on up to ``workers`` threads counting the caller; re-raise the first failure.
-
-    Threads are made per call (tens of microseconds against a batch's tens of milliseconds) rather than
-    kept in a pool, so nothing outlives the call: no thread can still be inside onnxruntime when the
-    interpreter shuts down, and a caller that is a daemon thread only ever waits for its own helpers.
-    """
-    pending = iter(jobs)
-    take = threading.Lock()
-    failures: list[BaseException] = []
-
-    def drain() -> None:
-        while not failures:
-            with take:
-                job = next(pending, None)
-            if job is None:
-                return
-            try:
-                job()
-            except BaseException as exc:  # handed to the caller below
-                failures.append(exc)
-
-    helpers = [threading.Thread(target=drain, name="reverie-embed") for _ in range(min(workers, len(jobs)) - 1)]
-    for helper in helpers:
-        helper.start()
-    drain()
-    for helper in helpers:
-        helper.join()
-    if failures:
-        raise failures[0]
 
 
 def _session(threads: int) -> Any:
@@ -210,6 +181,6 @@ def _load_model() -> _Loaded:
     tokenizer = Tokenizer.from_file(str(_package_file(*_TOKENIZER)))
     tokenizer.enable_truncation(max_length=MAX_TOKENS)
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-    # One intra-op thread: parallelism comes from running batches side by side (``_run_parallel``).
+    # One intra-op thread: parallelism comes from running batches side by side (``run_parallel``).
     session = _session(1)
     return _Loaded(tokenizer, session, frozenset(i.name for i in session.get_inputs()))

@@ -104,13 +104,21 @@ class Deduplicator:
         """Reinforce or extend the live entry ``candidate`` restates, writing it; returns the outcome and the
         updated entry, ``Contradicted`` when the closest entry says the opposite (the caller creates the
         candidate and supersedes that entry), or None when the candidate should be created. Call inside a
-        store transaction."""
+        store transaction. The candidate was seen at its ``last_seen_at`` (``now``, or the observed time of a
+        dated save): a reinforcement or extension moves the entry's ``last_seen_at`` to it, never backwards."""
         if not self.config.enabled or bypasses(candidate):
             return None
-        return self._first_applicable(self._lexical_matches(candidate, now), candidate, now)
+        matches = self._lexical_matches(candidate, now)
+        return self._first_applicable(matches, candidate, now, seen=candidate.last_seen_at)
 
     def _first_applicable(
-        self, matches: list[MemoryEntry], candidate: MemoryEntry, now: datetime, *, fold: bool = True
+        self,
+        matches: list[MemoryEntry],
+        candidate: MemoryEntry,
+        now: datetime,
+        *,
+        fold: bool = True,
+        seen: datetime | None = None,
     ) -> tuple[str, MemoryEntry] | Contradicted | None:
         """Apply the first of ``matches`` (most similar first) that ``decide`` does not call a different
         fact: the most similar entry may be someone else's twin ("Mateo no longer drinks coffee") while the
@@ -123,7 +131,7 @@ class Deduplicator:
                 continue
             if not fold and decision.verdict is not Verdict.CONTRADICT:
                 return None
-            return self._apply(existing, candidate, decision, now)
+            return self._apply(existing, candidate, decision, now, now if seen is None else seen)
         return None
 
     def _lexical_matches(self, candidate: MemoryEntry, now: datetime) -> list[MemoryEntry]:
@@ -162,20 +170,20 @@ class Deduplicator:
         )
 
     def _apply(
-        self, existing: MemoryEntry, candidate: MemoryEntry, decision: Decision, now: datetime
+        self, existing: MemoryEntry, candidate: MemoryEntry, decision: Decision, now: datetime, seen: datetime
     ) -> tuple[str, MemoryEntry] | Contradicted | None:
         verdict = decision.verdict
         if verdict is Verdict.CONTRADICT and decision.stance is not None:
             return Contradicted(existing, decision.stance)
         if verdict is Verdict.REINFORCE:
-            updated = reinforced(existing, candidate, now)
+            updated = reinforced(existing, candidate, now, seen=seen)
             self._store.facts.write(updated, change=Change.REINFORCED, at=now)
             return "reinforced", updated
         if verdict is Verdict.EXTEND:
             content = extend_text(existing.content, decision.text)
             if len(content) > self.config.max_extended_chars:
                 return None  # one busy topic must not accrete into a hundred-paragraph entry
-            updated = extended(existing, candidate, content, now)
+            updated = extended(existing, candidate, content, now, seen=seen)
             self._store.facts.write(updated, change=Change.EXTENDED, at=now)
             return "extended", updated
         return None
@@ -272,13 +280,16 @@ def _union_tags(existing: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, .
     return existing + tuple(tag for tag in new if tag not in existing)
 
 
-def reinforced(existing: MemoryEntry, candidate: MemoryEntry, now: datetime) -> MemoryEntry:
-    """The same fact seen again: last_seen_at, reinforcement_count, importance (the higher), tags (the union)
-    and the source (the more trusted) move; the text and ``updated_at`` do not."""
+def reinforced(
+    existing: MemoryEntry, candidate: MemoryEntry, now: datetime, *, seen: datetime | None = None
+) -> MemoryEntry:
+    """The same fact seen again (at ``seen``, default ``now``): last_seen_at (only forwards),
+    reinforcement_count, importance (the higher), tags (the union) and the source (the more trusted) move; the
+    text, ``created_at`` and ``updated_at`` do not."""
     source = most_trusted(existing.source, candidate.source)
     return replace(
         existing,
-        last_seen_at=max(now, existing.last_seen_at),
+        last_seen_at=max(now if seen is None else seen, existing.last_seen_at),
         reinforcement_count=existing.reinforcement_count + candidate.reinforcement_count,
         importance=max(existing.importance, candidate.importance),
         tags=_union_tags(existing.tags, candidate.tags),
@@ -286,15 +297,18 @@ def reinforced(existing: MemoryEntry, candidate: MemoryEntry, now: datetime) -> 
     )
 
 
-def extended(existing: MemoryEntry, candidate: MemoryEntry, content: str, now: datetime) -> MemoryEntry:
-    """A restatement with new specifics: the text grows, ``updated_at`` moves, and the source is the less
+def extended(
+    existing: MemoryEntry, candidate: MemoryEntry, content: str, now: datetime, *, seen: datetime | None = None
+) -> MemoryEntry:
+    """A restatement with new specifics (seen at ``seen``, default ``now``): the text grows, ``updated_at``
+    moves to ``now`` (the record changes now), ``last_seen_at`` only forwards, and the source is the less
     trusted of the two (combined text is no more trusted than its weakest part)."""
     source = least_trusted(existing.source, candidate.source)
     return replace(
         existing,
         content=content,
         updated_at=now,
-        last_seen_at=max(now, existing.last_seen_at),
+        last_seen_at=max(now if seen is None else seen, existing.last_seen_at),
         reinforcement_count=existing.reinforcement_count + candidate.reinforcement_count,
         importance=max(existing.importance, candidate.importance),
         tags=_union_tags(existing.tags, candidate.tags),

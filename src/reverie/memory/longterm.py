@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal, overload
 
 from reverie.clock import Clock
 from reverie.core import validate
@@ -32,6 +32,7 @@ from reverie.types import (
     EntryVersion,
     MemoryEntry,
     PurgeReport,
+    SaveRejection,
     SaveResult,
     Scope,
     SearchHit,
@@ -41,7 +42,11 @@ from reverie.types import (
 
 ID_LENGTH = 12
 PIN_FIRST_MAX = 10  # seed 003: pin_first puts up to ten pinned entries ahead of the results
-_SAVE_FIELDS = frozenset({"content", "category", "tags", "source", "importance", "tier", "metadata", "pinned", "scope"})
+_SAVE_FIELDS = frozenset(
+    {"content", "category", "tags", "source", "importance", "tier", "metadata", "pinned", "scope", "observed_at"}
+)
+OnError = Literal["raise", "skip"]
+ON_ERROR: tuple[OnError, ...] = ("raise", "skip")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +134,16 @@ class LongTermMemory:
         pinned: bool = False,
         scope: Scope | None = None,
         dedup: bool = True,
+        observed_at: datetime | str | None = None,
     ) -> SaveResult:
         """Save a fact. ``source`` is provenance: ``user``, ``tool:<name>`` or ``inferred``; any other
         value is dropped and the result's ``notes`` say so. The text is durable when this returns; its
         embedding is computed in the background (BM25 finds the entry meanwhile).
+
+        ``observed_at`` (importing dated history): when the fact was observed (``validate.observed_at``: aware,
+        not in the future). A created entry takes it as ``created_at``, ``last_seen_at`` and its first version's
+        time; a reinforcement or extension keeps the entry's ``created_at`` and moves ``last_seen_at`` only
+        forwards. ``metadata``'s subject-time keys must be well formed (``core.subject_time``).
 
         With deduplication on (the default), a fact an entry of the same scope and top-level category
         already states reinforces that entry (``outcome`` "reinforced"), one that adds specifics extends
@@ -141,7 +152,7 @@ class LongTermMemory:
         after the background embedding (the new entry is then archived, ``superseded_by`` the older)."""
         now = self._clock.now()
         entry, notes = self._build(
-            content, category, tags, source, importance, tier, metadata, pinned, validate.scope(scope), now
+            content, category, tags, source, importance, tier, metadata, pinned, validate.scope(scope), now, observed_at
         )
         return self._save(entry, notes, now, dedup, expand=self._expand is not None and self._expand(entry))
 
@@ -163,7 +174,7 @@ class LongTermMemory:
         never call it."""
         now = self._clock.now()
         entry, notes = self._build(
-            content, category, tags, source, None, tier, metadata, False, validate.internal_scope(scope), now
+            content, category, tags, source, None, tier, metadata, False, validate.internal_scope(scope), now, None
         )
         return self._save(entry, notes, now, dedup, expand=False)
 
@@ -185,13 +196,13 @@ class LongTermMemory:
         """Create, reinforce, extend or supersede; ``expand``: a created, extended or superseding entry (new
         text) waits for the background expansion. Call inside a store transaction."""
         if not dedup or self._dedup is None:
-            return SaveResult("created", self._add(replace(entry, expand_pending=expand), now))
+            return SaveResult("created", self._add(replace(entry, expand_pending=expand)))
         folded = self._dedup.fold_on_save(entry, now)
         if isinstance(folded, Contradicted):
             return self._contradicting(entry, folded, now, expand=expand)
         if folded is None:
             pending = self._dedup.semantic_check_pending(entry)
-            return SaveResult("created", self._add(replace(entry, fold_pending=pending, expand_pending=expand), now))
+            return SaveResult("created", self._add(replace(entry, fold_pending=pending, expand_pending=expand)))
         outcome, stored = folded
         if expand and outcome == "extended" and not stored.expand_pending:
             stored = replace(stored, expand_pending=True)
@@ -206,49 +217,103 @@ class LongTermMemory:
         if mode == SUPERSEDE:
             entry = with_supersedes(entry, found.existing.id)
         pending = self._dedup.semantic_check_pending(entry)
-        stored = self._add(replace(entry, fold_pending=pending, expand_pending=expand), now)
+        stored = self._add(replace(entry, fold_pending=pending, expand_pending=expand))
         told = supersede(self._store, found.existing, stored, found.difference, now, mode=mode, newer_stored=False)
         outcome = "superseded" if told.superseded else "created"
         return SaveResult(outcome, stored, notes=(told.message(),), contradiction=told)
 
+    @overload
     def save_many(
-        self, items: Iterable[Mapping[str, Any]], *, scope: Scope | None = None, dedup: bool = True
-    ) -> list[SaveResult]:
+        self,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        scope: Scope | None = None,
+        dedup: bool = True,
+        on_error: Literal["raise"] = "raise",
+        observed_at: datetime | str | None = None,
+    ) -> list[SaveResult]: ...
+
+    @overload
+    def save_many(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        scope: Scope | None = None,
+        dedup: bool = True,
+        on_error: OnError,
+        observed_at: datetime | str | None = None,
+    ) -> list[SaveResult | SaveRejection]: ...
+
+    def save_many(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        scope: Scope | None = None,
+        dedup: bool = True,
+        on_error: OnError = "raise",
+        observed_at: datetime | str | None = None,
+    ) -> list[SaveResult] | list[SaveResult | SaveRejection]:
         """Save many facts in one transaction (ingestion). Each item holds ``save``'s keyword arguments
-        (``content`` required; an item's own ``scope`` wins over ``scope``). All are validated first: one bad
-        item saves nothing. Deduplication as in ``save`` (items of the batch see each other)."""
+        (``content`` required; an item's own ``scope`` and ``observed_at`` win over ``scope`` and
+        ``observed_at``). Deduplication as in ``save`` (items of the batch see each other).
+
+        Every item is validated before anything is written. ``on_error="raise"`` (the default): one bad item
+        raises its ``ValidationError`` (the message starts with ``item N:``) and nothing is saved.
+        ``on_error="skip"``: a bad item is reported, not fatal: the good items are saved (one transaction) and
+        the result holds one value per item, in input order: a ``SaveResult``, or a ``SaveRejection`` with the
+        item's position, the error message and the field. Arguments of the batch itself (``scope``,
+        ``dedup``, ``on_error``, ``observed_at``, ``items`` not iterable) always raise."""
         default_scope = validate.scope(scope)
-        now = self._clock.now()
-        built: list[tuple[MemoryEntry, tuple[str, ...]]] = []
-        for position, item in enumerate(items):
-            if not isinstance(item, Mapping):
-                raise ValidationError(f"item {position} is not a mapping of save arguments", field="items")
-            unknown = set(item) - _SAVE_FIELDS
-            if unknown:
-                raise ValidationError(f"item {position} has unknown fields {sorted(unknown)}", field="items")
-            try:
-                built.append(
-                    self._build(
-                        item.get("content"),
-                        item.get("category"),
-                        item.get("tags"),
-                        item.get("source"),
-                        item.get("importance"),
-                        item.get("tier"),
-                        item.get("metadata"),
-                        item.get("pinned", False),
-                        validate.scope(item.get("scope", default_scope)),
-                        now,
-                    )
-                )
-            except ValidationError as exc:
-                raise ValidationError(f"item {position}: {exc}", field=exc.field) from None
         use_dedup = _flag(dedup, "dedup")
+        if on_error not in ON_ERROR:
+            raise ValidationError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}", field="on_error")
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+            raise ValidationError("items must be a list of mappings of save arguments", field="items")
+        now = self._clock.now()
+        validate.observed_at(observed_at, now=now)
+        built: list[tuple[MemoryEntry, tuple[str, ...]] | SaveRejection] = []
+        for position, item in enumerate(items):
+            try:
+                built.append(self._build_item(item, default_scope, observed_at, now))
+            except ValidationError as exc:
+                if on_error == "raise":  # "item 3 has unknown fields […]", "item 3: content is empty"
+                    joint = " " if exc.field == "items" else ": "
+                    raise ValidationError(f"item {position}{joint}{exc}", field=exc.field) from None
+                built.append(SaveRejection(position, str(exc), exc.field))
         with self._store.transaction():
-            saved = [(self._store_one(entry, now, use_dedup), notes) for entry, notes in built]
+            saved = [b if isinstance(b, SaveRejection) else self._store_built(b, now, use_dedup) for b in built]
         self._on_saved()
         self._on_activity(default_scope)
-        return [replace(result, notes=notes + result.notes) for result, notes in saved]
+        return saved
+
+    def _build_item(
+        self, item: object, default_scope: Scope, default_observed: object, now: datetime
+    ) -> tuple[MemoryEntry, tuple[str, ...]]:
+        """One ``save_many`` item as an entry to store (``_build``); raises ``ValidationError`` without the
+        item's position."""
+        if not isinstance(item, Mapping):
+            raise ValidationError("is not a mapping of save arguments", field="items")
+        unknown = set(item) - _SAVE_FIELDS
+        if unknown:
+            raise ValidationError(f"has unknown fields {sorted(unknown)}", field="items")
+        return self._build(
+            item.get("content"),
+            item.get("category"),
+            item.get("tags"),
+            item.get("source"),
+            item.get("importance"),
+            item.get("tier"),
+            item.get("metadata"),
+            item.get("pinned", False),
+            validate.scope(item.get("scope", default_scope)),
+            now,
+            item.get("observed_at", default_observed),
+        )
+
+    def _store_built(self, built: tuple[MemoryEntry, tuple[str, ...]], now: datetime, dedup: bool) -> SaveResult:
+        entry, notes = built
+        result = self._store_one(entry, now, dedup)
+        return replace(result, notes=notes + result.notes)
 
     def _build(
         self,
@@ -262,15 +327,19 @@ class LongTermMemory:
         pinned: object,
         scope: Scope,
         now: datetime,
+        observed_at: object,
     ) -> tuple[MemoryEntry, tuple[str, ...]]:
+        """The entry a save would store, every argument validated; ``observed_at`` None: observed ``now``."""
         cfg = self.config
         clean_meta = validate.metadata(metadata)
+        validate.subject_time(clean_meta)
         # An explicit source wins over metadata["source"]; either way it goes through the same check.
         raw_source = _optional_str(source if source is not None else clean_meta.pop("source", None), "source")
         clean_meta.pop("source", None)
         canonical, note = normalize_source(raw_source)
         if canonical is not None:
             clean_meta["source"] = canonical
+        seen = validate.observed_at(observed_at, now=now)
         entry = MemoryEntry(
             id=new_id(),
             content=validate.content(content, max_chars=cfg.max_content_chars),
@@ -278,8 +347,8 @@ class LongTermMemory:
             tags=validate.tags(tags),
             tier=validate.tier(tier, default=cfg.default_tier),
             scope=scope,
-            created_at=now,
-            last_seen_at=now,
+            created_at=seen,
+            last_seen_at=seen,
             importance=validate.unit_interval(
                 cfg.default_importance if importance is None else importance, name="importance"
             ),
@@ -288,8 +357,9 @@ class LongTermMemory:
         )
         return entry, ((note,) if note else ())
 
-    def _add(self, entry: MemoryEntry, now: datetime) -> MemoryEntry:
-        return add_new(self._store, entry, now)
+    def _add(self, entry: MemoryEntry) -> MemoryEntry:
+        """Insert a new entry, its first version at its ``created_at`` (now, or a dated save's observed time)."""
+        return add_new(self._store, entry, entry.created_at)
 
     def edit(
         self,
@@ -461,8 +531,7 @@ class LongTermMemory:
         found = self._recall.search(query, flt, count * 2, mode=mode, min_similarity=floor)
         confidence = self._confidence([h.entry for h in found], flt.scope)
         weighed = [
-            SearchHit(h.entry, h.score * (1.0 - weight + weight * confidence.get(h.entry.id, 0.0)), h.matched_by)
-            for h in found
+            replace(h, score=h.score * (1.0 - weight + weight * confidence.get(h.entry.id, 0.0))) for h in found
         ]
         weighed.sort(key=lambda hit: -hit.score)  # stable: equal scores keep recall's order
         return SearchResults(weighed[:count], mode=found.mode, notes=found.notes)

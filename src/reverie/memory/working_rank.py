@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reverie.core import fusion, tokens
-from reverie.embed.base import Embedder
+from reverie.embed.base import Embedder, embed_query_and_texts
 from reverie.errors import EmbeddingError
 from reverie.recall.postings import score_documents, weighted_document
 from reverie.storage.base import WorkingEntry
@@ -58,11 +58,14 @@ def semantic_scores(
     entries: Sequence[WorkingEntry], query: str, embedder: Embedder, floor: float | None
 ) -> dict[str, float]:
     """Cosine similarity by key of the entries at or above ``floor``: the query and every value embedded in
-    one batch (an empty value stands in by its key). Raises ``EmbeddingError``."""
+    one batch (an empty value stands in by its key; a model that embeds queries its own way takes the query
+    apart). Raises ``EmbeddingError``."""
     if not entries or not query.strip():
         return {}
-    vectors = embedder.embed([query, *(e.value if e.value.strip() else e.key for e in entries)])
-    similarities = vectors[1:] @ vectors[0]
+    query_vector, values = embed_query_and_texts(
+        embedder, query, [e.value if e.value.strip() else e.key for e in entries]
+    )
+    similarities = values @ query_vector
     return fusion.above_floor({e.key: float(s) for e, s in zip(entries, similarities, strict=True)}, floor)
 
 

@@ -14,18 +14,19 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from reverie.core import fusion, text, tokens
-from reverie.embed.base import Embedder, Vectors
+from reverie.core import fusion, text, timeq, tokens
+from reverie.embed.base import Embedder, Vectors, embed_queries
 from reverie.errors import EmbeddingError
 from reverie.recall.index import VectorIndex, VectorSearch
 from reverie.recall.lexical import LexicalIndex
 from reverie.storage.base import FactFilter, Store
-from reverie.types import MemoryEntry, SearchHit, SearchResults
+from reverie.types import HitEvidence, MemoryEntry, SearchHit, SearchResults
 
 log = logging.getLogger("reverie.recall")
 MODES = ("auto", "bm25", "vector", "hybrid")
@@ -36,6 +37,13 @@ VECTOR_OVERFETCH = 2
 # BM25 candidates from the in-memory index beyond those kept: it cannot see expiry, so a few of its
 # candidates may be dropped when hydrated.
 LEXICAL_OVERFETCH = 1.2
+# Full semantic evidence is this far above the floor unless the model says otherwise (MiniLM: 0.25 + 0.35).
+STRONG_ABOVE_FLOOR = 0.35
+# Full lexical evidence: an entry scoring this share of the query's summed idf (an average-length entry
+# holding half the query's weight). Measured on LoCoMo: 0.5 ranks within 0.003 of per-query max scaling.
+IDEAL_SHARE = 0.5
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)  # an open period's side, a day inside datetime's range
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 # The candidate lists fetched inside a ``HybridSearch.shared_candidates`` block, by signal, text and filter
 # (None outside one). A context var: the vector signal's worker thread runs in a copy of the caller's context,
 # which holds the same dict.
@@ -49,7 +57,7 @@ class RecallConfig:
     """Knobs of hybrid recall; the engine fills them from Settings."""
 
     semantic_weight: float = 0.35
-    candidates: int = 50  # per signal, before fusion
+    candidates: int = 100  # per signal, before fusion (at least the limit)
     min_similarity: float | None = None  # deployment default; None: the model's calibrated floor
     agent_min_similarity: tuple[tuple[str, float], ...] = ()
     model_min_similarity: float | None = None  # the embedder's calibrated default
@@ -57,6 +65,16 @@ class RecallConfig:
     # Entries in a sequence (metadata.thread + metadata.position) take this share of their best
     # neighbour's score; 0 turns it off. Entries without a thread are unaffected.
     neighbour_share: float = 0.3
+    # Threaded entries gain this share of their thread's best evidence (a session that holds the query's
+    # words and meaning lifts each of its turns); 0 turns it off.
+    thread_share: float = 0.5
+    # Hybrid only: a hybrid result set whose best own evidence is below this is empty; a BM25 match whose
+    # similarity is below the floor counts this share of its lexical evidence.
+    min_evidence: float = 0.25
+    uncorroborated_share: float = 0.5
+    # Hybrid only: when the query names a time ("last week", "in May 2023"), an entry saved or dated in it
+    # gains this much, less as its time lies further away (core.timeq); 0 turns it off.
+    time_weight: float = 0.4
     # Where BM25 candidates come from: "memory" (the in-process ``LexicalIndex``) or "fts" (the store's
     # full-text search). Filters the index cannot answer (include_archived) always use the store.
     lexical: str = "memory"
@@ -68,12 +86,13 @@ class RecallConfig:
 
 @dataclass(slots=True)
 class _Signal:
-    """The vector signal of one search: scores of candidates above the floor, the entries of those the
-    caller's filter lets through, and notes; ``scores`` None when no vector signal could be had."""
+    """The vector signal of one search: the raw similarities of the candidates the caller's filter lets
+    through, their entries, and notes; ``scores`` None when no vector signal could be had."""
 
     scores: dict[str, float] | None
     entries: dict[str, MemoryEntry] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    complete: bool = False  # every vector of the agent was scored: an entry missing from ``scores`` has none
 
 
 class QueryEmbeddings:
@@ -91,7 +110,7 @@ class QueryEmbeddings:
             if hit is not None:
                 self._cache.move_to_end(query)
                 return hit
-        vector: Vectors = self._embedder.embed([query])[0]
+        vector: Vectors = embed_queries(self._embedder, [query])[0]
         with self._lock:
             self._cache[query] = vector
             while len(self._cache) > self._size:
@@ -152,40 +171,122 @@ class HybridSearch:
     def search(
         self, query: str, flt: FactFilter, limit: int, *, mode: str = "auto", min_similarity: float | None = None
     ) -> SearchResults:
-        notes: list[str] = []
+        """The best ``limit`` entries for ``query`` through ``flt``. Candidate lists are deep enough for the
+        fusion and the limit (``recall.candidates``, at least the limit); the floor judges what is
+        returned, not what is fused: a hit needs lexical evidence, a similarity at or above the floor, a
+        time the query names, or a neighbour or thread that has one of those. Scores are evidence (see
+        ``core.fusion`` and ``HitEvidence``), comparable across queries."""
         wanted = "hybrid" if mode == "auto" else mode
+        depth = max(self.config.candidates, limit)
+        period = timeq.find_period(query, flt.now) if wanted == "hybrid" and self.config.time_weight > 0 else None
+        found = self._candidates(wanted, query, period, flt, depth)
+        floor = self.floor(flt.scope.agent_id, min_similarity) or 0.0
+        evidence = _Evidence(
+            fusion.lexical_evidence(found.lexical, found.ideal),
+            fusion.semantic_evidence(found.similarity, floor, self._strong(floor)),
+            {i: s for i, s in found.similarity.items() if s >= floor},
+            {i for i in found.lexical if _unsupported(i, found, floor)},
+            found.lexical,
+            found.similarity,
+            self._timed(period, query, found.entries, flt, depth),
+        )
+        hits = self._fused(found.mode, evidence, found.entries, flt, limit)
+        return SearchResults(hits, mode=found.mode, notes=tuple(found.notes))
+
+    def _candidates(
+        self, wanted: str, query: str, period: timeq.Period | None, flt: FactFilter, depth: int
+    ) -> _Candidates:
+        """Both signals' candidates (the vector one on a worker thread when it may), and the mode actually
+        run: hybrid degrades to BM25 when no vector signal can be had (the notes say why). The BM25 query
+        leaves out the words that named ``period``."""
+        out = _Candidates(wanted)
         pending: Future[_Signal] | None = None
         if self._parallel(wanted, query):
             # contextvars travel with the job: usage attribution (agent_context) must see the caller's agent.
             job = contextvars.copy_context().run
-            pending = self._workers().submit(job, self._vector_signal, query, flt, min_similarity)
-        lexical: dict[str, float] = {}
-        entries: dict[str, MemoryEntry] = {}
+            pending = self._workers().submit(job, self._vector_signal, query, flt, depth)
         if wanted in ("bm25", "hybrid"):
-            for entry, score in self._lexical(query, flt):
-                lexical[entry.id] = score
-                entries[entry.id] = entry
-        semantic: dict[str, float] = {}
+            words = query if period is None else timeq.without(query, period)
+            found, out.ideal = self._lexical(words, flt, depth) if words.strip() else ([], None)
+            for entry, score in found:
+                out.lexical[entry.id] = score
+                out.entries[entry.id] = entry
         if wanted in ("vector", "hybrid"):
-            signal = pending.result() if pending is not None else self._vector_signal(query, flt, min_similarity)
-            notes.extend(signal.notes)
+            signal = pending.result() if pending is not None else self._vector_signal(query, flt, depth)
+            out.notes.extend(signal.notes)
             if signal.scores is not None:
                 for entry_id, entry in signal.entries.items():
-                    entries.setdefault(entry_id, entry)
-                semantic = signal.scores
+                    out.entries.setdefault(entry_id, entry)
+                out.similarity = signal.scores
+                out.complete = signal.complete
             elif wanted == "hybrid":
-                wanted = "bm25"  # degrade, and the notes say why
-        if wanted == "hybrid":
-            scores = fusion.fuse(lexical, semantic, semantic_weight=self.config.semantic_weight)
+                out.mode = "bm25"
+        return out
+
+    def _timed(
+        self, period: timeq.Period | None, query: str, entries: dict[str, MemoryEntry], flt: FactFilter, depth: int
+    ) -> dict[str, float]:
+        """How close each candidate's time is to ``period`` (1 inside it), after adding the entries saved or
+        dated inside it to ``entries``; empty when the query names no time."""
+        if period is None:
+            return {}
+        first = (period.start or _EARLIEST).date().isoformat()
+        last = ((period.end or _LATEST) - timedelta(microseconds=1)).date().isoformat()
+        for entry in self._store.facts.in_period(flt, first, last, depth):
+            entries.setdefault(entry.id, entry)
+        saved = timeq.about_saving(query)
+        return {
+            i: timeq.entry_closeness(e.metadata, e.created_at, period, saved=saved) for i, e in entries.items()
+        }
+
+    def _strong(self, floor: float) -> float:
+        """The similarity that counts as full semantic evidence: the model's own, else the floor + 0.35
+        (MiniLM: 0.6, where its related pairs cluster)."""
+        strong = getattr(self.embedder, "strong_similarity", None)
+        return float(strong) if isinstance(strong, (int, float)) else min(floor + STRONG_ABOVE_FLOOR, 1.0)
+
+    def _fused(
+        self, wanted: str, evidence: _Evidence, entries: dict[str, MemoryEntry], flt: FactFilter, limit: int
+    ) -> list[SearchHit]:
+        """Rank by the mode's evidence; hybrid adds what threads and neighbours lend. Only hits with
+        evidence of their own, or lent by a neighbour or thread that has some, are returned."""
+        lexical, semantic = evidence.lexical, evidence.semantic
+        if wanted == "bm25":
+            own = dict(lexical)
+        elif wanted == "vector":
+            own = {i: v for i, v in semantic.items() if i in evidence.above_floor}
         else:
-            scores = fusion.minmax(lexical if wanted == "bm25" else semantic)
-        if wanted == "hybrid" and self.config.neighbour_share > 0:
+            # A word match the embedder sees as unrelated (similarity below the floor) is weak evidence:
+            # "how do vaccines work" matching a fact through "work".
+            share = self.config.uncorroborated_share
+            corroborated = {i: v * share if i in evidence.uncorroborated else v for i, v in lexical.items()}
+            own = fusion.weighted(corroborated, semantic, self.config.semantic_weight)
+            timed = {i: own.get(i, 0.0) + self.config.time_weight * t for i, t in evidence.time.items()}
+            if max((*own.values(), *timed.values()), default=0.0) < self.config.min_evidence:
+                return []  # the best evidence is too weak: nothing rather than noise
+        scores = dict(own)
+        lent: dict[str, str] = {}  # what lent a hit without evidence of its own its place
+        for entry_id, near in evidence.time.items():
+            scores[entry_id] = scores.get(entry_id, 0.0) + self.config.time_weight * near
+        if wanted == "hybrid":
             # Only the full pipeline: "bm25" and "vector" stay the plain single signals (the baselines).
-            scores = self._spread(scores, entries, flt, limit)
-        hits = [
-            SearchHit(entries[i], score, _matched_by(i, lexical, semantic)) for i, score in fusion.ranked(scores, limit)
+            threads = {i: seq[0] for i, e in entries.items() if (seq := _sequence_key(e)) is not None}
+            for entry_id, gain in fusion.thread_gain(lexical, semantic, threads, self.config.thread_share).items():
+                scores[entry_id] = scores.get(entry_id, 0.0) + gain
+                if gain > 0:
+                    lent[entry_id] = "thread"
+            if self.config.neighbour_share > 0:
+                before = dict(scores)
+                scores = self._spread(scores, entries, flt, limit)
+                lent.update((i, "neighbour") for i, v in scores.items() if v > before.get(i, 0.0) + 1e-12)
+        found = {i for i in scores if i in lexical or i in evidence.above_floor or evidence.time.get(i) == 1.0}
+        # A hit fused from nothing scores 0 (a vector candidate below the floor, alone in its thread): noise.
+        kept = {i: v for i, v in scores.items() if v > 0 or i in found}
+        time_weight = self.config.time_weight
+        return [
+            SearchHit(entries[i], score, _matched_by(i, evidence, lent), evidence.explain(i, own, score, time_weight))
+            for i, score in fusion.ranked(kept, limit)
         ]
-        return SearchResults(hits, mode=wanted, notes=tuple(notes))
 
     def _parallel(self, wanted: str, query: str) -> bool:
         """Whether the vector signal goes to a worker: hybrid only (the single signals stay the plain
@@ -212,31 +313,37 @@ class HybridSearch:
         if pool is not None:
             pool.shutdown(wait=True)
 
-    def _lexical(self, query: str, flt: FactFilter) -> list[tuple[MemoryEntry, float]]:
-        """BM25 candidates, best first: from the in-memory index when configured and able to answer
-        ``flt``, else from the store's full-text search. Either way every entry passed ``flt``."""
+    def _lexical(self, query: str, flt: FactFilter, depth: int) -> tuple[list[tuple[MemoryEntry, float]], float | None]:
+        """BM25 candidates, best first, and the score of an entry holding enough of the query's weight
+        (None when unknown: the store's full-text search). Every entry passed ``flt``."""
         shared = _SHARED.get()
         key = ("lexical", query, _shape(flt))
         if shared is not None and key in shared:
-            found: list[tuple[MemoryEntry, float]] = shared[key]
-            return found
-        kept = self._fetch_lexical(query, flt)
+            deep, (found, ideal) = shared[key]
+            if deep >= depth:  # a deeper list fetched earlier in the block serves a shallower one
+                return found[:depth], ideal
+        kept = self._fetch_lexical(query, flt, depth)
         if shared is not None:
-            shared[key] = kept
+            shared[key] = (depth, kept)
         return kept
 
-    def _fetch_lexical(self, query: str, flt: FactFilter) -> list[tuple[MemoryEntry, float]]:
+    def _fetch_lexical(
+        self, query: str, flt: FactFilter, depth: int
+    ) -> tuple[list[tuple[MemoryEntry, float]], float | None]:
+        """From the in-memory index when configured and able to answer ``flt``, else from the store's
+        full-text search."""
         self.fetches["lexical"] += 1
-        wanted = self.config.candidates
         if self.lexical is None or not self.lexical.supports(flt):
             match = text.fts_match(text.query_terms(query))
-            return [] if match is None else self._store.facts.search(match, flt, wanted)
-        found = self.lexical.search(flt, tokens.search_terms(query), int(wanted * LEXICAL_OVERFETCH) + 1)
+            return ([] if match is None else self._store.facts.search(match, flt, depth)), None
+        terms = tokens.search_terms(query)
+        found = self.lexical.search(flt, terms, int(depth * LEXICAL_OVERFETCH) + 1)
         hydrated = {entry.id: entry for entry in self._store.facts.get_many([i for i, _ in found], flt)}
         kept = [(hydrated[i], score) for i, score in found if i in hydrated]
         # The store's order: score, then the most recently reinforced (the index knows no last_seen_at).
         kept.sort(key=lambda pair: (-pair[1], -pair[0].last_seen_at.timestamp()))
-        return kept[:wanted]
+        ideal = self.lexical.ideal(flt.scope.agent_id, terms) * IDEAL_SHARE
+        return kept[:depth], ideal
 
     def _spread(
         self, scores: dict[str, float], entries: dict[str, MemoryEntry], flt: FactFilter, limit: int
@@ -264,9 +371,10 @@ class HybridSearch:
             near[entry_id] = [keys[k] for k in ((thread, position - 1), (thread, position + 1)) if k in keys]
         return fusion.spread(scores, near, self.config.neighbour_share)
 
-    def _vector_signal(self, query: str, flt: FactFilter, per_call_floor: float | None) -> _Signal:
-        """Vector candidates that pass the floor, hydrated through the caller's filter (only those it lets
-        through keep a score); ``scores`` None when no vector signal can be had. Safe on a worker thread."""
+    def _vector_signal(self, query: str, flt: FactFilter, depth: int) -> _Signal:
+        """The ``depth`` nearest entries ``flt`` lets through, with their raw similarities (no floor: the
+        floor judges what is returned); ``scores`` None when no vector signal can be had. Safe on a worker
+        thread."""
         if self.index is None or self._queries is None:
             return _Signal(None, notes=["no embedder is configured: BM25 only"])
         if not query.strip():
@@ -276,45 +384,81 @@ class HybridSearch:
         except EmbeddingError as exc:
             log.warning("query embedding failed, falling back to BM25: %s", exc)
             return _Signal(None, notes=[f"the embedder failed ({exc}); these results are BM25 only"])
-        kept, entries = self._nearest(query, np.asarray(vector), flt, self.floor(flt.scope.agent_id, per_call_floor))
-        visible = {i: s for i, s in kept.items() if i in entries}
-        scores = dict(fusion.ranked(visible, self.config.candidates))
-        return _Signal(scores, {i: entries[i] for i in scores})
+        nearest = self._nearest(query, np.asarray(vector), flt, depth)
+        # Every candidate the filter lets through keeps its similarity (up to the over-fetch, usually more than
+        # ``depth``): a BM25 hit is judged by it. Fewer candidates than asked for: the index scored every
+        # vector the agent has, so an entry missing here has none.
+        scores = {i: s for i, s in nearest.found.items() if i in nearest.entries}
+        complete = len(nearest.found) < nearest.depth * VECTOR_OVERFETCH
+        return _Signal(scores, {i: nearest.entries[i] for i in scores}, complete=complete)
 
     def _nearest(
-        self, query: str, vector: npt.NDArray[np.float32], flt: FactFilter, floor: float | None
-    ) -> tuple[dict[str, float], dict[str, MemoryEntry]]:
-        """The vector candidates above ``floor`` (id -> similarity) and the entries among them ``flt`` lets
-        through. Only candidates above the floor are hydrated. Inside a ``shared_candidates`` block the index's
-        answer and the entries hydrated so far are shared (a second search with another floor hydrates only
-        the candidates the first did not)."""
+        self, query: str, vector: npt.NDArray[np.float32], flt: FactFilter, depth: int
+    ) -> _Nearest:
+        """The vector candidates (id -> similarity) and the entries among them ``flt`` lets through. Inside
+        a ``shared_candidates`` block the index's answer and its hydrated entries are shared."""
         shared = _SHARED.get()
         key = ("vector", query, _shape(flt))
         cached: _Nearest | None = shared.get(key) if shared is not None else None
-        if cached is None:
+        if cached is None or cached.depth < depth:
             assert self.index is not None
             self.fetches["vector"] += 1
             # Over-fetch: candidates of other users/sessions, archived or expired ones are filtered out below.
-            found = self.index.search(flt.scope.agent_id, vector, self.config.candidates * VECTOR_OVERFETCH)
-            cached = _Nearest(dict(found))
+            found = dict(self.index.search(flt.scope.agent_id, vector, depth * VECTOR_OVERFETCH))
+            cached = _Nearest(found, {e.id: e for e in self._store.facts.get_many(list(found), flt)}, depth)
             if shared is not None:
                 shared[key] = cached
-        kept = fusion.above_floor(cached.found, floor)
-        missing = [i for i in kept if i not in cached.hydrated]
-        if missing:
-            cached.entries.update((e.id, e) for e in self._store.facts.get_many(missing, flt))
-            cached.hydrated.update(missing)
-        return kept, cached.entries
+        return cached
+
+
+@dataclass(frozen=True, slots=True)
+class _Nearest:
+    """One vector-index answer: the candidates with their similarities, and those the filter let through."""
+
+    found: dict[str, float]
+    entries: dict[str, MemoryEntry]
+    depth: int  # the candidates asked for (times the over-fetch)
+
+
+@dataclass(frozen=True, slots=True)
+class _Evidence:
+    """One search's evidence: each signal's (``core.fusion``), the ids BM25 matched (``lexical``'s keys)
+    and those at or above the similarity floor."""
+
+    lexical: dict[str, float]
+    semantic: dict[str, float]
+    above_floor: dict[str, float]
+    uncorroborated: set[str]  # BM25 hits the embedder saw as unrelated (similarity below the floor)
+    bm25: dict[str, float]
+    similarity: dict[str, float]
+    time: dict[str, float]  # closeness to the period the query names; empty when it names none
+
+    def explain(self, entry_id: str, own: dict[str, float], score: float, time_weight: float) -> HitEvidence:
+        mine = own.get(entry_id, 0.0)
+        timed = time_weight * self.time.get(entry_id, 0.0)
+        return HitEvidence(
+            bm25=self.bm25.get(entry_id),
+            similarity=self.similarity.get(entry_id),
+            lexical=self.lexical.get(entry_id, 0.0),
+            semantic=self.semantic.get(entry_id, 0.0),
+            own=mine,
+            context=max(score - mine - timed, 0.0),
+            time=timed,
+        )
 
 
 @dataclass(slots=True)
-class _Nearest:
-    """One vector-index answer: the candidates with their similarities, and the entries hydrated so far
-    (``hydrated``: the ids asked for, whether or not the filter let them through)."""
+class _Candidates:
+    """What the signals found: raw BM25 scores (and the score of an ideal match), raw similarities, the
+    entries of both, notes, and the mode actually run."""
 
-    found: dict[str, float]
+    mode: str
+    lexical: dict[str, float] = field(default_factory=dict)
+    ideal: float | None = None
+    similarity: dict[str, float] = field(default_factory=dict)
     entries: dict[str, MemoryEntry] = field(default_factory=dict)
-    hydrated: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    complete: bool = False  # the vector signal scored every vector of the agent
 
 
 def _shape(flt: FactFilter) -> tuple[Any, ...]:
@@ -329,7 +473,24 @@ def _sequence_key(entry: MemoryEntry) -> tuple[str, int] | None:
     return None
 
 
-def _matched_by(entry_id: str, lexical: dict[str, float], semantic: dict[str, float]) -> str:
-    if entry_id in lexical and entry_id in semantic:
+def _unsupported(entry_id: str, found: _Candidates, floor: float) -> bool:
+    """Whether the embedder judged a BM25 hit unrelated: its similarity is below the floor, or it was not
+    among the nearest candidates though the index had more (an entry with no vector yet is not judged)."""
+    similarity = found.similarity.get(entry_id)
+    if similarity is not None:
+        return similarity < floor
+    return found.mode == "hybrid" and not found.complete
+
+
+def _matched_by(entry_id: str, evidence: _Evidence, lent: dict[str, str]) -> str:
+    """What found a hit: its own signals (``bm25``, ``vector``, ``bm25+vector``), else lying in the time the
+    query names (``time``), else a sequence neighbour (``neighbour``) or its thread (``thread``), else a time
+    near the named one (``time``)."""
+    lexical, semantic = entry_id in evidence.lexical, entry_id in evidence.above_floor
+    if lexical and semantic:
         return "bm25+vector"
-    return "bm25" if entry_id in lexical else "vector"
+    if lexical or semantic:
+        return "bm25" if lexical else "vector"
+    if evidence.time.get(entry_id) == 1.0:
+        return "time"
+    return lent.get(entry_id, "time")

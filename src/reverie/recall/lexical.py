@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from reverie.recall.postings import Floats, Ints, Postings, bm25, build, weighted_terms
+from reverie.recall.postings import Floats, Ints, Postings, bm25, build, idf, weighted_terms
 from reverie.storage.base import FactFilter, Store, TextRow, TextSnapshot
 
 NO_CODE = -1  # user_id / session_id NULL: the entry is visible to every user / session of the agent
@@ -204,6 +204,14 @@ class _AgentIndex:
         values: npt.NDArray[np.float64] = np.asarray(summed[candidates], dtype=np.float64)  # float64 already: no copy
         return candidates, values
 
+    def matching(self, term: str) -> int:
+        """How many live rows hold ``term``."""
+        postings = self.terms.get(term)
+        if postings is None:
+            return 0
+        rows = postings.arrays()[0]
+        return int(np.count_nonzero(self.alive[rows])) if self.dead else int(rows.size)
+
     def _visible(self, rows: Ints, flt: FactFilter) -> npt.NDArray[np.bool_] | None:
         """Which rows ``flt``'s scope (``Scope.sees``) and category prefix let through; None: all of them
         (no row narrowed to a user or session, and no prefix asked)."""
@@ -261,6 +269,20 @@ class LexicalIndex:
             raise ValueError("the lexical index holds no archived entries; search the store instead")
         with self._lock:
             return self._current(flt.scope.agent_id).top(flt, terms, k)
+
+    def ideal(self, agent_id: str, terms: Sequence[str]) -> float:
+        """The BM25 score of an average-length entry holding each of ``terms`` once: the sum of their idfs
+        (repeats counted, as in ``search``); a term no entry holds counts as one entry's word (in a small
+        store an unseen word's idf would dwarf every other); 0 for an agent without entries."""
+        with self._lock:
+            index = self._current(agent_id)
+            documents = len(index.live)
+            if documents == 0:
+                return 0.0
+            total = 0.0
+            for term, repeats in Counter(terms).items():
+                total += idf(documents, max(index.matching(term), 1)) * repeats
+            return total
 
     def size(self, agent_id: str) -> int:
         """How many live entries the agent's index holds (after catching up)."""

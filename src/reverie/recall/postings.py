@@ -38,10 +38,15 @@ def bm25(
     """FTS5's bm25() contribution of one query phrase to each document: ``tf`` the weighted frequency
     and ``length`` the token count of each, ``documents`` the corpus size, ``matching`` how many hold the
     phrase, ``repeats`` how often the query holds it (FTS5 scores every phrase of an OR, repeats too)."""
-    idf = max(math.log((documents - matching + 0.5) / (matching + 0.5)), IDF_FLOOR) * repeats
+    weight = idf(documents, matching) * repeats
     norm = K1 * (1.0 - B + B * length / average_length)
-    result: Floats = (idf * tf * (K1 + 1.0) / (tf + norm)).astype(np.float32)
+    result: Floats = (weight * tf * (K1 + 1.0) / (tf + norm)).astype(np.float32)
     return result
+
+
+def idf(documents: int, matching: int) -> float:
+    """FTS5's idf of a phrase ``matching`` of ``documents`` hold, floored at ``IDF_FLOOR``."""
+    return max(math.log((documents - matching + 0.5) / (matching + 0.5)), IDF_FLOOR)
 
 
 def weighted_terms(row: TextRow) -> tuple[dict[str, float], int]:

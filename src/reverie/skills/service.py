@@ -32,7 +32,7 @@ import numpy as np
 from reverie.clock import Clock
 from reverie.core import validate
 from reverie.core.skill_signals import is_sparse
-from reverie.embed.base import Embedder
+from reverie.embed.base import Embedder, embed_queries
 from reverie.errors import Conflict, EmbeddingError, NotFound, ValidationError
 from reverie.skills import inputs
 from reverie.skills.rank import SkillHit, lexical_scores, rank, semantic_scores
@@ -304,7 +304,7 @@ class SkillStore:
             return None, ["no embedder is configured: BM25 only"]
         try:
             vectors = self._vectors(skills, embedder)
-            query_vector = embedder.embed([query])[0]
+            query_vector = embed_queries(embedder, [query])[0]
         except EmbeddingError as exc:
             log.warning("skill search: embedding failed, BM25 only: %s", exc)
             return None, [f"the embedder failed ({exc}); these results are BM25 only"]

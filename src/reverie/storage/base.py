@@ -202,6 +202,12 @@ class FactRepository(Protocol):
         ``keys`` (sequence neighbours: the turns of a conversation, the chunks of a document)."""
         ...
 
+    def in_period(self, flt: FactFilter, first_day: str, last_day: str, limit: int) -> list[MemoryEntry]:
+        """Up to ``limit`` entries visible through ``flt`` saved between the days ``first_day`` and
+        ``last_day`` (``YYYY-MM-DD``, both included, UTC) or whose ``metadata.subjectTime`` (a year, month,
+        day or date and time) overlaps them; the most recently created first."""
+        ...
+
     def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
         """BM25 full-text search. ``match`` is an FTS expression built by ``core.text.fts_match``.
         Scores are positive, larger is better."""

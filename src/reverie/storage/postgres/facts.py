@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -255,6 +255,28 @@ class PgFacts:
         threads = [thread for thread, _ in unique]
         positions = [str(position) for _, position in unique]
         return self._db.read(lambda c: _fetch_entries(c, sql, [threads, positions, *params]))
+
+    def in_period(self, flt: FactFilter, first_day: str, last_day: str, limit: int) -> list[MemoryEntry]:
+        where, params = _visible(flt)
+        first = datetime.fromisoformat(first_day).replace(tzinfo=UTC)
+        after_last = datetime.fromisoformat(last_day).replace(tzinfo=UTC) + timedelta(days=1)
+        # Two index ranges (facts_created, facts_subject_time), merged here; see the SQLite twin.
+        subject = "left(f.metadata->>'subjectTime', 10)"
+        dated = (
+            f"{where} AND {subject} >= %s AND {subject} <= %s"
+            f" AND {subject} >= left(%s, length({subject})) AND {subject} <= left(%s, length({subject}))"
+        )
+        queries = (
+            (f"{where} AND f.created_at >= %s AND f.created_at < %s", [*params, first, after_last]),
+            (dated, [*params, first_day[:4], last_day, first_day, last_day]),
+        )
+        wanted = max(limit, 0)
+        found: dict[str, MemoryEntry] = {}
+        for clause, values in queries:
+            sql = f"SELECT {_COLUMNS} FROM {_FROM} WHERE {clause} ORDER BY f.created_at DESC, f.seq DESC LIMIT %s"
+            entries = self._db.read(lambda c, q=sql, p=[*values, wanted]: _fetch_entries(c, q, p))  # type: ignore[misc]
+            found.update((e.id, e) for e in entries)
+        return sorted(found.values(), key=lambda e: e.created_at, reverse=True)[:wanted]
 
     def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
         """BM25-like ranking on ``tsvector``: each term's ``ts_rank`` (term frequency under the column weights,

@@ -466,12 +466,20 @@ CREATE TRIGGER fact_log_update AFTER UPDATE ON facts FOR EACH ROW
     EXECUTE FUNCTION reverie_log_fact();
 """
 
+_TIME_INDEX = """
+-- Recall's named-time candidates (FactRepository.in_period): entries saved in a period, and entries whose
+-- subject time (its first ten characters: a year, month or day) falls in it.
+CREATE INDEX facts_created ON facts (agent_id, created_at);
+CREATE INDEX facts_subject_time ON facts (agent_id, left(metadata->>'subjectTime', 10));
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_kv_graph", _KV_GRAPH),
     ("0003_graph_extraction", _GRAPH_EXTRACTION),
     ("0005_skills_feedback", _SKILLS_FEEDBACK),
     ("0006_supersession_log", _SUPERSESSION_LOG),
+    ("0007_time_index", _TIME_INDEX),
 ]
 
 

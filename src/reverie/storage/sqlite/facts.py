@@ -10,7 +10,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reverie.errors import NotFound
@@ -225,6 +225,29 @@ class SqliteFacts:
             rows = self._db.read(lambda c, q=sql, p=[*params, *flat]: c.execute(q, p).fetchall())  # type: ignore[misc]
             out.extend(_row_to_entry(r) for r in rows)
         return out
+
+    def in_period(self, flt: FactFilter, first_day: str, last_day: str, limit: int) -> list[MemoryEntry]:
+        where, params = _visible(flt)
+        after_last = ts(datetime.fromisoformat(last_day).replace(tzinfo=UTC) + timedelta(days=1))
+        saved = f"{where} AND f.created_at >= ? AND f.created_at < ?"
+        # Two index ranges (facts_created, facts_subject_time), merged here: an OR would scan the agent. A
+        # subject time overlaps the days when it lies, at its own precision, between their prefixes ("2026-03"
+        # against 2026-03-14..2026-03-20 compares with "2026-03" on both sides); the year bound uses the index.
+        subject = "substr(json_extract(f.metadata, '$.subjectTime'), 1, 10)"
+        dated = (
+            f"{where} AND {subject} >= ? AND {subject} <= ?"
+            f" AND {subject} >= substr(?, 1, length({subject})) AND {subject} <= substr(?, 1, length({subject}))"
+        )
+        queries = (
+            (saved, [*params, ts(datetime.fromisoformat(first_day).replace(tzinfo=UTC)), after_last]),
+            (dated, [*params, first_day[:4], last_day, first_day, last_day]),
+        )
+        found: dict[str, MemoryEntry] = {}
+        for clause, values in queries:
+            sql = f"SELECT {_COLUMNS} FROM {_FROM} WHERE {clause} ORDER BY f.created_at DESC, f.seq DESC LIMIT ?"
+            rows = self._db.read(lambda c, q=sql, p=[*values, limit]: c.execute(q, p).fetchall())  # type: ignore[misc]
+            found.update((e.id, e) for e in map(_row_to_entry, rows))
+        return sorted(found.values(), key=lambda e: e.created_at, reverse=True)[: max(limit, 0)]
 
     def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
         where, params = _visible(flt)

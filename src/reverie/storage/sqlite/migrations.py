@@ -549,6 +549,13 @@ BEGIN
 END;
 """
 
+_TIME_INDEX = """
+-- Recall's named-time candidates (FactRepository.in_period): entries saved in a period, and entries whose
+-- subject time (its first ten characters: a year, month or day) falls in it.
+CREATE INDEX facts_created ON facts (agent_id, created_at);
+CREATE INDEX facts_subject_time ON facts (agent_id, substr(json_extract(metadata, '$.subjectTime'), 1, 10));
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -566,6 +573,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0014_graph_extraction", _GRAPH_EXTRACTION),
     ("0016_skills_feedback", _SKILLS_FEEDBACK),
     ("0017_supersession_log", _SUPERSESSION_LOG),
+    ("0018_time_index", _TIME_INDEX),
 ]
 
 

@@ -1,0 +1,103 @@
+"""Issue 18 through the library with the real bundled embedder: scores are evidence, weak evidence gives
+nothing, a named time ranks what happened or was said then, and matched_by says what found each hit."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+import reverie
+from reverie.clock import FakeClock
+
+FACTS = [
+    ("Priya is allergic to peanuts and carries an EpiPen.", "people/priya", None),
+    ("Priya takes Wednesday afternoons off to look after her daughter.", "people/priya", None),
+    ("Dan writes code in Neovim with the LazyVim setup.", "people/dan", None),
+    ("Dan likes his tea black with no sugar.", "people/dan", None),
+    ("Harbor deploys on Tuesdays after the 10:00 stand-up.", "projects/harbor", None),
+    (
+        "Harbor had a 40-minute outage on 2026-03-14 caused by an expired TLS certificate.",
+        "projects/harbor",
+        "2026-03-14",
+    ),
+    ("Lantern stores its events in ClickHouse and its users in PostgreSQL.", "projects/lantern", None),
+    ("Beacon 3.0 launched with dark mode and Apple Pay.", "projects/beacon", "2026-03-03"),
+    ("The team offsite is in Cardiff in June.", "team", "2026-06-18"),
+    ("Biscuit the dog must never get grapes or raisins.", "pets", None),
+]
+
+
+@pytest.fixture
+def facts(rv_local: reverie.Reverie, clock: FakeClock) -> dict[str, str]:
+    clock.set(datetime(2026, 1, 5, 9, 0, tzinfo=UTC))
+    ids = {}
+    for content, category, when in FACTS:
+        metadata = {"subjectTime": when} if when else None
+        ids[content.split()[0] + ("-" + when if when else "")] = rv_local.memory.save(
+            content, category=category, metadata=metadata, dedup=False
+        ).id
+        clock.advance(days=7)
+    rv_local.embed_pending()
+    return ids
+
+
+def test_an_off_topic_question_gets_nothing_and_a_related_one_its_fact(
+    rv_local: reverie.Reverie, facts: dict[str, str]
+) -> None:
+    for question in ("what is the capital of Peru", "how do vaccines work", "convert 30 degrees Celsius to Fahrenheit"):
+        assert list(rv_local.memory.search(question, mode="hybrid")) == [], question
+    hits = rv_local.memory.search("which database does Lantern use?", mode="hybrid")
+    assert hits[0].entry.content.startswith("Lantern stores")
+    assert hits[0].matched_by == "bm25+vector"
+
+
+def test_a_score_is_its_evidence_and_compares_across_queries(rv_local: reverie.Reverie, facts: dict[str, str]) -> None:
+    strong = rv_local.memory.search("what is Priya allergic to?", mode="hybrid")
+    weak = rv_local.memory.search("dried fruit the dog should avoid", mode="hybrid")
+    for hit in (*strong, *weak):
+        e = hit.evidence
+        assert e is not None
+        assert hit.score == pytest.approx(e.own + e.context + e.time)
+        assert 0.0 <= e.lexical <= 1.0 and 0.0 <= e.semantic <= 1.0
+        if "bm25" in hit.matched_by:
+            assert e.bm25 is not None and e.lexical > 0
+        if "vector" in hit.matched_by:
+            assert e.similarity is not None and e.semantic > 0
+    assert strong[0].entry.content.startswith("Priya is allergic")
+    assert strong[0].score > 0.8  # the words and the meaning: full evidence
+    assert strong[0].score > strong[-1].score  # and not every hit is stretched to 1 or 0
+    assert all(h.score > 0 for h in strong)  # nothing scores 0.000
+    assert weak and weak[0].score < strong[0].score  # a paraphrase is weaker evidence than the words
+
+
+def test_a_named_time_ranks_what_happened_then(
+    rv_local: reverie.Reverie, facts: dict[str, str], clock: FakeClock
+) -> None:
+    clock.set(datetime(2026, 12, 1, tzinfo=UTC))
+    hits = rv_local.memory.search("what happened in March 2026?", mode="hybrid", limit=3)
+    assert {h.entry.id for h in hits[:2]} == {facts["Harbor-2026-03-14"], facts["Beacon-2026-03-03"]}
+    assert all(h.evidence is not None and h.evidence.time > 0 for h in hits[:2])
+    assert hits[0].matched_by in ("time", "bm25", "vector", "bm25+vector")
+    june = rv_local.memory.search("what is planned for June 2026?", mode="hybrid", limit=2)
+    assert june[0].entry.id == facts["The-2026-06-18"]
+
+
+def test_what_was_said_last_week_reads_the_save_time(
+    rv_local: reverie.Reverie, facts: dict[str, str], clock: FakeClock
+) -> None:
+    # The facts were saved a week apart from 2026-01-05: the fifth (Harbor deploys) on 2026-02-02.
+    clock.set(datetime(2026, 2, 11, 12, 0, tzinfo=UTC))  # a Wednesday: last week is 2 - 8 February
+    hits = rv_local.memory.search("what did I tell you last week?", mode="hybrid", limit=3)
+    assert hits and hits[0].entry.content.startswith("Harbor deploys")
+    assert hits[0].matched_by == "time"
+
+
+def test_bm25_and_vector_modes_stay_the_plain_signals(rv_local: reverie.Reverie, facts: dict[str, str]) -> None:
+    for hit in rv_local.memory.search("Priya allergic peanuts", mode="bm25"):
+        assert hit.matched_by == "bm25" and hit.evidence is not None and hit.evidence.context == 0
+    floor = rv_local.recall.floor("default", None)
+    assert floor is not None
+    for hit in rv_local.memory.search("Priya allergic peanuts", mode="vector"):
+        assert hit.matched_by == "vector"
+        assert hit.evidence is not None and hit.evidence.similarity is not None and hit.evidence.similarity >= floor
