@@ -275,7 +275,8 @@ class LexicalIndex:
         (repeats counted, as in ``search``); a term no entry holds counts as one entry's word (in a small
         store an unseen word's idf would dwarf every other); 0 for an agent without entries."""
         with self._lock:
-            index = self._current(agent_id)
+            # The search just before caught the index up: no second read of the store's change log.
+            index = self._agents.get(agent_id) or self._current(agent_id)
             documents = len(index.live)
             if documents == 0:
                 return 0.0
