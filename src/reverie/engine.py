@@ -122,6 +122,7 @@ class Reverie:
                 min_similarity=r.min_similarity,
                 agent_min_similarity=tuple(sorted(r.agent_min_similarity.items())),
                 model_min_similarity=getattr(self.embedder, "default_min_similarity", parts.DEFAULT_MIN_SIMILARITY),
+                model_strong_similarity=getattr(self.embedder, "strong_similarity", None),
                 neighbour_share=r.neighbour_share,
                 thread_share=r.thread_share,
                 min_evidence=r.min_evidence,

@@ -1,11 +1,14 @@
 """Hybrid ranking arithmetic (seed 000's HybridRanker, LibreFang's min_similarity). Pure.
 
-- Each signal is min-max normalised to [0, 1] over its own candidate list; a list whose scores are all
-  equal normalises to 1.0 (every candidate is as good as the best).
-- Vector candidates whose raw cosine is below the floor are dropped *before* normalisation, so a sparse
-  store can answer nothing rather than noise.
-- The fused score of an id is the weighted mean of its normalised scores over the union of both lists;
-  a signal that did not return the id contributes 0.
+Two normalisations, one weighted mean:
+- ``fuse`` (working memory, skills): each signal min-max normalised to [0, 1] over its own candidate list (a
+  list whose scores are all equal normalises to 1.0); vector candidates below the floor are dropped first
+  (``above_floor``), so a sparse store can answer nothing rather than noise.
+- ``lexical_evidence`` / ``semantic_evidence`` (long-term recall, issue 18): each signal as evidence that means
+  the same for every query — BM25 against an ideal match, similarity between the model's floor and its
+  strong similarity — so weak evidence stays weak instead of being stretched to 1.
+- ``weighted``: the weighted mean of two maps over the union of their keys; a signal that did not return
+  an id contributes 0.
 """
 
 from __future__ import annotations
@@ -35,13 +38,7 @@ def fuse(
     lexical: Mapping[str, float], semantic: Mapping[str, float], *, semantic_weight: float = 0.5
 ) -> dict[str, float]:
     """Weighted mean of min-max-normalised lexical and semantic scores over the union of candidates."""
-    if not 0.0 <= semantic_weight <= 1.0:
-        raise ValueError("semantic_weight must be between 0 and 1")
-    lex, sem = minmax(lexical), minmax(semantic)
-    return {
-        key: (1.0 - semantic_weight) * lex.get(key, 0.0) + semantic_weight * sem.get(key, 0.0)
-        for key in lex.keys() | sem.keys()
-    }
+    return weighted(minmax(lexical), minmax(semantic), semantic_weight)
 
 
 def resolve_floor(*candidates: float | None) -> float | None:

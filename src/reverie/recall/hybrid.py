@@ -61,6 +61,7 @@ class RecallConfig:
     min_similarity: float | None = None  # deployment default; None: the model's calibrated floor
     agent_min_similarity: tuple[tuple[str, float], ...] = ()
     model_min_similarity: float | None = None  # the embedder's calibrated default
+    model_strong_similarity: float | None = None  # the embedder's full semantic evidence; None: floor + 0.35
     query_cache_size: int = 512
     # Entries in a sequence (metadata.thread + metadata.position) take this share of their best
     # neighbour's score; 0 turns it off. Entries without a thread are unaffected.
@@ -242,8 +243,8 @@ class HybridSearch:
     def _strong(self, floor: float) -> float:
         """The similarity that counts as full semantic evidence: the model's own, else the floor + 0.35
         (MiniLM: 0.6, where its related pairs cluster)."""
-        strong = getattr(self.embedder, "strong_similarity", None)
-        return float(strong) if isinstance(strong, (int, float)) else min(floor + STRONG_ABOVE_FLOOR, 1.0)
+        strong = self.config.model_strong_similarity
+        return strong if strong is not None else min(floor + STRONG_ABOVE_FLOOR, 1.0)
 
     def _fused(
         self, wanted: str, evidence: _Evidence, entries: dict[str, MemoryEntry], flt: FactFilter, limit: int
