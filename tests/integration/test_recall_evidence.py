@@ -101,3 +101,18 @@ def test_bm25_and_vector_modes_stay_the_plain_signals(rv_local: reverie.Reverie,
     for hit in rv_local.memory.search("Priya allergic peanuts", mode="vector"):
         assert hit.matched_by == "vector"
         assert hit.evidence is not None and hit.evidence.similarity is not None and hit.evidence.similarity >= floor
+
+
+def test_an_entry_only_saved_in_the_named_time_answers_and_nothing_near_it_pads(
+    rv_local: reverie.Reverie, clock: FakeClock
+) -> None:
+    clock.set(datetime(2026, 12, 1, tzinfo=UTC))
+    outage = rv_local.memory.save(
+        "Harbor had a 40-minute outage caused by an expired TLS certificate.",
+        observed_at=datetime(2026, 3, 14, 12, 0, tzinfo=UTC),
+    ).id
+    rv_local.memory.save("Dan writes code in Neovim.", observed_at=datetime(2026, 4, 20, tzinfo=UTC))
+    rv_local.embed_pending()
+    hits = rv_local.memory.search("what happened in March 2026?", mode="hybrid")
+    assert [h.entry.id for h in hits] == [outage]  # April is near March, but nothing of its own: not returned
+    assert hits[0].matched_by == "time"

@@ -126,6 +126,12 @@ def entry_closeness(metadata: Mapping[str, Any], created_at: datetime, period: P
     return closeness(subject, period) if subject else SAVED_SHARE * created
 
 
+def inside(metadata: Mapping[str, Any], created_at: datetime, period: Period) -> bool:
+    """Whether the entry was saved, or its subject time lies, in ``period``: evidence that it answers a
+    query naming only a time, whatever weight ranking gives it."""
+    return closeness([(created_at, created_at), *_subject_stretches(metadata)], period) == 1.0
+
+
 def closeness(times: list[tuple[datetime, datetime]], period: Period) -> float:
     """1 when one of ``times`` overlaps ``period``; outside it at most a half, halving again every period
     length (at least a week), so "March 2026" still prefers late February to last year. 0 for no times."""

@@ -189,7 +189,7 @@ class HybridSearch:
             {i for i in found.lexical if _unsupported(i, found, floor)},
             found.lexical,
             found.similarity,
-            self._timed(period, query, found.entries, flt, depth),
+            *self._timed(period, query, found.entries, flt, depth),
         )
         hits = self._fused(found.mode, evidence, found.entries, flt, limit)
         return SearchResults(hits, mode=found.mode, notes=tuple(found.notes))
@@ -226,19 +226,19 @@ class HybridSearch:
 
     def _timed(
         self, period: timeq.Period | None, query: str, entries: dict[str, MemoryEntry], flt: FactFilter, depth: int
-    ) -> dict[str, float]:
-        """How close each candidate's time is to ``period`` (1 inside it), after adding the entries saved or
-        dated inside it to ``entries``; empty when the query names no time."""
+    ) -> tuple[dict[str, float], set[str]]:
+        """How close each candidate's time is to ``period`` (1 inside it, by the weight ranking gives), and which
+        candidates were saved or dated inside it, after adding the entries saved or dated inside it to
+        ``entries``; both empty when the query names no time."""
         if period is None:
-            return {}
+            return {}, set()
         first = (period.start or _EARLIEST).date().isoformat()
         last = ((period.end or _LATEST) - timedelta(microseconds=1)).date().isoformat()
         for entry in self._store.facts.in_period(flt, first, last, depth):
             entries.setdefault(entry.id, entry)
         saved = timeq.about_saving(query)
-        return {
-            i: timeq.entry_closeness(e.metadata, e.created_at, period, saved=saved) for i, e in entries.items()
-        }
+        near = {i: timeq.entry_closeness(e.metadata, e.created_at, period, saved=saved) for i, e in entries.items()}
+        return near, {i for i, e in entries.items() if timeq.inside(e.metadata, e.created_at, period)}
 
     def _strong(self, floor: float) -> float:
         """The similarity that counts as full semantic evidence: the model's own, else the floor + 0.35
@@ -262,8 +262,8 @@ class HybridSearch:
             share = self.config.uncorroborated_share
             corroborated = {i: v * share if i in evidence.uncorroborated else v for i, v in lexical.items()}
             own = fusion.weighted(corroborated, semantic, self.config.semantic_weight)
-            timed = {i: own.get(i, 0.0) + self.config.time_weight * t for i, t in evidence.time.items()}
-            if max((*own.values(), *timed.values()), default=0.0) < self.config.min_evidence:
+            # An entry saved or dated in the time the query names is evidence enough to answer.
+            if not evidence.in_period and max(own.values(), default=0.0) < self.config.min_evidence:
                 return []  # the best evidence is too weak: nothing rather than noise
         scores = dict(own)
         lent: dict[str, str] = {}  # what lent a hit without evidence of its own its place
@@ -280,9 +280,10 @@ class HybridSearch:
                 before = dict(scores)
                 scores = self._spread(scores, entries, flt, limit)
                 lent.update((i, "neighbour") for i, v in scores.items() if v > before.get(i, 0.0) + 1e-12)
-        found = {i for i in scores if i in lexical or i in evidence.above_floor or evidence.time.get(i) == 1.0}
-        # A hit fused from nothing scores 0 (a vector candidate below the floor, alone in its thread): noise.
-        kept = {i: v for i, v in scores.items() if v > 0 or i in found}
+        found = {i for i in scores if i in lexical or i in evidence.above_floor or i in evidence.in_period}
+        # Evidence of its own, or lent by its thread or a neighbour; a time near (not in) the named one, or a
+        # vector candidate below the floor alone in its thread, is noise.
+        kept = {i: v for i, v in scores.items() if i in found or i in lent}
         time_weight = self.config.time_weight
         return [
             SearchHit(entries[i], score, _matched_by(i, evidence, lent), evidence.explain(i, own, score, time_weight))
@@ -433,6 +434,7 @@ class _Evidence:
     bm25: dict[str, float]
     similarity: dict[str, float]
     time: dict[str, float]  # closeness to the period the query names; empty when it names none
+    in_period: set[str]  # candidates saved or dated inside that period
 
     def explain(self, entry_id: str, own: dict[str, float], score: float, time_weight: float) -> HitEvidence:
         mine = own.get(entry_id, 0.0)
@@ -485,13 +487,12 @@ def _unsupported(entry_id: str, found: _Candidates, floor: float) -> bool:
 
 def _matched_by(entry_id: str, evidence: _Evidence, lent: dict[str, str]) -> str:
     """What found a hit: its own signals (``bm25``, ``vector``, ``bm25+vector``), else lying in the time the
-    query names (``time``), else a sequence neighbour (``neighbour``) or its thread (``thread``), else a time
-    near the named one (``time``)."""
+    query names (``time``), else a sequence neighbour (``neighbour``) or its thread (``thread``)."""
     lexical, semantic = entry_id in evidence.lexical, entry_id in evidence.above_floor
     if lexical and semantic:
         return "bm25+vector"
     if lexical or semantic:
         return "bm25" if lexical else "vector"
-    if evidence.time.get(entry_id) == 1.0:
+    if entry_id in evidence.in_period:
         return "time"
-    return lent.get(entry_id, "time")
+    return lent[entry_id]
