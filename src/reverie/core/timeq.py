@@ -30,9 +30,11 @@ from reverie.core.subject_time import SUBJECT_TIME, SUBJECT_TIME_END, SUBJECT_TI
 
 _MONTHS: tuple[str, ...] = ("january", "february", "march", "april", "may", "june", "july", "august")
 _MONTHS += ("september", "october", "november", "december")
-_MONTH_NUMBER = {name: i for i, name in enumerate(_MONTHS, start=1)} | {
-    name[:3]: i for i, name in enumerate(_MONTHS, start=1) if name != "may"
-} | {"sept": 9}
+_MONTH_NUMBER = (
+    {name: i for i, name in enumerate(_MONTHS, start=1)}
+    | {name[:3]: i for i, name in enumerate(_MONTHS, start=1) if name != "may"}
+    | {"sept": 9}
+)
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True)) + r")\.?"
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
@@ -215,7 +217,7 @@ def _calendar(kind: str, groups: dict[str, Any], now: datetime) -> tuple[datetim
 
 
 def _relative(which: str, unit: str, today: datetime) -> tuple[datetime, datetime]:
-    """"last/this/next/past week|month|year" around ``today``."""
+    """The period "last/this/next/past week|month|year" names around ``today``."""
     if which == "past":
         return today - timedelta(days=_UNIT_DAYS[unit]), today + timedelta(days=1)
     step = {"last": -1, "this": 0, "next": 1}[which]

@@ -394,9 +394,7 @@ class HybridSearch:
         complete = len(nearest.found) < nearest.depth * VECTOR_OVERFETCH
         return _Signal(scores, {i: nearest.entries[i] for i in scores}, complete=complete)
 
-    def _nearest(
-        self, query: str, vector: npt.NDArray[np.float32], flt: FactFilter, depth: int
-    ) -> _Nearest:
+    def _nearest(self, query: str, vector: npt.NDArray[np.float32], flt: FactFilter, depth: int) -> _Nearest:
         """The vector candidates (id -> similarity) and the entries among them ``flt`` lets through. Inside
         a ``shared_candidates`` block the index's answer and its hydrated entries are shared."""
         shared = _SHARED.get()
