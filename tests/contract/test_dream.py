@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from reverie.storage.base import DreamLockState, DreamRun, Evidence, LedgerStamp, PurgedRecord, PurgeRule, Store
-from reverie.types import Scope
+from reverie.storage.base import DreamLockState, LedgerStamp, PurgedRecord, PurgeRule, Store
+from reverie.types import DreamRun, Evidence, Scope
 
 from .support import T0, at, eid, entry
 

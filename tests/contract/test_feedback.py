@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from reverie.errors import Conflict, ValidationError
-from reverie.storage.base import Feedback, Store
+from reverie.storage.base import Store
+from reverie.types import Feedback
 
 from .support import T0, UNICODE_TEXTS, at
 

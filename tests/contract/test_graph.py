@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from reverie.errors import Conflict, NotFound, ValidationError
-from reverie.storage.base import Entity, Relation, Store
+from reverie.storage.base import Store
 from reverie.storage.knowledge_codec import fingerprint
+from reverie.types import Entity, Relation
 
 from .support import T0, UNICODE_TEXTS, at
 

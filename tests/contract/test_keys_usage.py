@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from reverie.errors import Conflict
-from reverie.storage.base import ApiKey, Store, UsageRow, UsageSummary
+from reverie.storage.base import Store
+from reverie.types import ApiKey, UsageRow, UsageSummary
 
 from .support import T0, at
 

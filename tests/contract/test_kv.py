@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from reverie.errors import Conflict, ValidationError
-from reverie.storage.base import KvItem, Store
+from reverie.storage.base import Store
+from reverie.types import KvItem
 
 from .support import T0, UNICODE_TEXTS, at
 

@@ -14,8 +14,9 @@ import pytest
 
 from reverie.errors import Conflict, StorageError
 from reverie.storage import open_store, portable, store_url
-from reverie.storage.base import Entity, Relation, Store, WorkingEntry
+from reverie.storage.base import Store
 from reverie.storage.portable import TABLES
+from reverie.types import Entity, Relation, WorkingEntry
 
 from .support import AGENT, T0, UNICODE_TEXTS, at, entry, hit_ids, match, view
 from .test_store import in_thread

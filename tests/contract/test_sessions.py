@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from reverie.errors import Conflict, NotFound
-from reverie.storage.base import SessionRecord, Store, TurnCounts, TurnRecord
+from reverie.storage.base import Store
+from reverie.types import SessionRecord, TurnCounts, TurnRecord
 
 from .support import T0, UNICODE_TEXTS, at
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from reverie.errors import Conflict, ValidationError
-from reverie.storage.base import CoUsage, Skill, SkillUsage, Store
+from reverie.storage.base import Store
+from reverie.types import CoUsage, Skill, SkillUsage
 
 from .support import T0, UNICODE_TEXTS, at
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from reverie.storage.base import Store, WorkingEntry
+from reverie.storage.base import Store
+from reverie.types import WorkingEntry
 
 from .support import T0, UNICODE_TEXTS, at
 

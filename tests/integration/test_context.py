@@ -9,9 +9,9 @@ import pytest
 
 import reverie
 from reverie.clock import FakeClock
+from reverie.context.builder import RECALL_HEADING, SUBAGENT_HEADING, BuiltContext, estimate_tokens
 from reverie.errors import NotFound, ValidationError
-from reverie.memory.working import OWN_HEADING, PATROL_HEADING
-from reverie.recall.context import RECALL_HEADING, SUBAGENT_HEADING, BuiltContext, estimate_tokens
+from reverie.working.service import OWN_HEADING, PATROL_HEADING
 
 LOCKER = "My gym locker code is 4417, locker number 12 by the sauna."
 

@@ -18,7 +18,7 @@ import pytest
 import reverie
 from _stance_pairs import KINDS, TABLE
 from reverie.clock import FakeClock
-from reverie.core.dedupe import jaccard
+from reverie.core.dedup import jaccard
 from reverie.testing import ScriptedOpenAIServer
 from reverie.tools import ToolContext, ToolRegistry
 from reverie.types import Change, Tier

@@ -15,9 +15,9 @@ import pytest
 import reverie
 from reverie import Conflict, NotFound, ValidationError
 from reverie.clock import FakeClock
-from reverie.memory.conversation import ConversationMemory
-from reverie.storage.base import TurnRecord
+from reverie.conversation.service import ConversationMemory
 from reverie.testing import ChatReply, ScriptedOpenAIServer
+from reverie.types import TurnRecord
 
 CHAT = "/v1/chat/completions"
 LLM_SUMMARY = "The user, Dana, is planning a trip to Lisbon on 2026-03-14 and prefers window seats."

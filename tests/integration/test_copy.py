@@ -23,10 +23,11 @@ from reverie.clock import FakeClock
 from reverie.core.text import fts_match, query_terms
 from reverie.errors import StorageError
 from reverie.storage import open_store, store_url
-from reverie.storage.base import Entity, Evidence, FactFilter, LedgerStamp, Relation, Store, UsageRow
+from reverie.storage.base import FactFilter, LedgerStamp, Store
 from reverie.storage.portable import TABLES, copy
 from reverie.storage.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
 from reverie.storage.sqlite.migrations import MIGRATIONS
+from reverie.types import Entity, Evidence, Relation, UsageRow
 
 runner = CliRunner()
 UNICODE = [

@@ -21,8 +21,7 @@ from reverie.clock import FakeClock
 from reverie.core.graph import entity_key
 from reverie.dream.passes.base import DreamStopped, PassContext, PassReport
 from reverie.dream.passes.graph import PASS_NAME, GraphConsolidationPass
-from reverie.storage.base import Entity, Relation
-from reverie.types import Scope
+from reverie.types import Entity, Relation, Scope
 
 A, B = "agent-a", "agent-b"
 ALL = 1_000_000

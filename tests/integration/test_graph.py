@@ -17,7 +17,7 @@ import reverie
 from reverie.cli import app
 from reverie.clock import FakeClock
 from reverie.errors import NotFound, ValidationError
-from reverie.memory.graph import DUPLICATE_OF, KnowledgeGraph
+from reverie.graph.service import DUPLICATE_OF, KnowledgeGraph
 from reverie.tools import ToolContext, ToolRegistry
 
 from ._api import Keys, client, make_keys, memory, serving

@@ -23,8 +23,8 @@ from reverie import LLMError, Scope
 from reverie.cli import app
 from reverie.clock import FakeClock
 from reverie.errors import ConfigError
+from reverie.graph.extraction import PURPOSE, extractable
 from reverie.memory.dedup import EXPANDED_FROM
-from reverie.memory.graph_extraction import PURPOSE, extractable
 from reverie.prompts import GRAPH_EXTRACT, default_prompt
 from reverie.testing import ChatReply, ScriptedOpenAIServer
 from reverie.tools import ToolContext, ToolRegistry

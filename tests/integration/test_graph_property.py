@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import reverie
 from reverie.clock import FakeClock
 from reverie.errors import ValidationError
-from reverie.storage.base import Relation
+from reverie.types import Relation
 
 NAMES = ("Ana", "Bob", "Cy Lee", "Dee")
 TYPES = ("person", "company", "thing")

@@ -20,8 +20,8 @@ import reverie
 from reverie.cli import app
 from reverie.clock import FakeClock
 from reverie.errors import Conflict, NotFound, ValidationError
+from reverie.kv.service import MAX_DEPTH, KvConfig, KvMemory
 from reverie.mcp.server import Caller, ToolServer
-from reverie.memory.kv import MAX_DEPTH, KvConfig, KvMemory
 from reverie.storage.base import Store
 from reverie.tools import ToolContext, ToolRegistry, ToolResult
 

@@ -26,7 +26,7 @@ from reverie.cli import app
 from reverie.clock import FakeClock
 from reverie.core.proactive import CATEGORIES
 from reverie.errors import ConfigError, LLMError, NotFound, ValidationError
-from reverie.memory.proactive import PURPOSE
+from reverie.proactive.service import PURPOSE
 from reverie.prompts import AUTO_MEMORIZE, default_prompt
 from reverie.testing import ChatReply, ScriptedOpenAIServer
 from reverie.types import Change, MemoryEntry, user_agent

@@ -12,7 +12,7 @@ import pytest
 import reverie
 from reverie.clock import FakeClock
 from reverie.errors import NotFound, ValidationError
-from reverie.security import SCOPES, hash_secret
+from reverie.keys.service import SCOPES, hash_secret
 
 
 def _store_bytes(rv: reverie.Reverie) -> bytes:

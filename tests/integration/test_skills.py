@@ -18,7 +18,7 @@ from reverie.clock import FakeClock
 from reverie.dream.passes.base import Capability
 from reverie.errors import Conflict, NotFound, ValidationError
 from reverie.skills import SkillDraft
-from reverie.storage.base import CoUsage
+from reverie.types import CoUsage
 
 EMAIL = ("Send an email through the MCP mail tool", "Confirm the recipient address, write the subject, then send it.")
 CALENDAR = ("Schedule a meeting in the calendar", "Find a free slot for every attendee, then create the event.")

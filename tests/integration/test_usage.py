@@ -21,7 +21,7 @@ from reverie.errors import LLMError, ValidationError
 from reverie.llm.base import Message
 from reverie.llm.usage import agent_context, current_agent
 from reverie.testing.openai_server import ChatReply, ScriptedOpenAIServer
-from reverie.usage_report import ROW_FIELDS, SUMMARY_FIELDS, calls_csv, summary_csv, total
+from reverie.usage.report import ROW_FIELDS, SUMMARY_FIELDS, calls_csv, summary_csv, total
 
 from ._dream import EMPTY
 

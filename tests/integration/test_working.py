@@ -15,7 +15,7 @@ import reverie
 from reverie.clock import FakeClock
 from reverie.embed.base import Vectors
 from reverie.errors import EmbeddingError, NotFound, ValidationError
-from reverie.memory.working import NO_STASH, WorkingMemory, WorkingMemoryView
+from reverie.working.service import NO_STASH, WorkingMemory, WorkingMemoryView
 
 
 @pytest.fixture

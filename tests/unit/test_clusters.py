@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reverie.core.clusters import Blocks, Cluster, Item, duplicate_pairs, near_duplicate_clusters, similarity
-from reverie.core.dedupe import content_tokens
+from reverie.core.dedup import content_tokens
 
 # -- brute-force reference ---------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import pytest
 
 from reverie.bench.dedup import Fact, restatements, synthetic_facts, twin
 from reverie.core.coverage import DEFAULT_VOCABULARY
-from reverie.core.dedupe import Verdict, decide
+from reverie.core.dedup import Verdict, decide
 
 FACT = "Tomas moved to Porto with Tomas on June 18, 2025."
 TWIN = "Amara moved to Porto with Tomas on June 18, 2025."

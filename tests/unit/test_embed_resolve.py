@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reverie import engine_parts
 from reverie.embed.base import QueryEmbedder, Vectors, embed_queries, embed_query_and_texts
 from reverie.embed.e5 import E5Embedder
 from reverie.embed.hashing import HashEmbedder
 from reverie.embed.local import LocalEmbedder
 from reverie.embed.resolve import make_embedder
+from reverie.engine import parts as engine_parts
 from reverie.errors import ConfigError
 from reverie.settings import Settings, load_settings
 

@@ -6,7 +6,7 @@ import pytest
 
 from reverie.bench.longrun_data import CHATTER_CATEGORY, Stream, generate, has_specific, is_chatter
 from reverie.core.coverage import DEFAULT_VOCABULARY, specifics
-from reverie.core.dedupe import extend_text, jaccard
+from reverie.core.dedup import extend_text, jaccard
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from reverie.memory.session_compaction import (
+from reverie.conversation.compaction import (
     EARLIER,
     SECTION_CHARS,
     TOOLS,
@@ -16,7 +16,7 @@ from reverie.memory.session_compaction import (
     tool_call_lines,
     transcript,
 )
-from reverie.storage.base import TurnRecord
+from reverie.types import TurnRecord
 
 T0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ import pytest
 from reverie.errors import ValidationError
 from reverie.skills import inputs
 from reverie.skills.rank import lexical_scores, rank, semantic_scores
-from reverie.storage.skills import Skill
+from reverie.types import Skill
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

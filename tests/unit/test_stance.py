@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from _stance_pairs import KINDS, SAME, TABLE
 from reverie.core.coverage import DEFAULT_VOCABULARY
-from reverie.core.dedupe import Verdict, decide
+from reverie.core.dedup import Verdict, decide
 from reverie.core.stance import (
     DEFAULT_STANCE_VOCABULARY,
     conflicting_sources,

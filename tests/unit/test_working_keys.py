@@ -8,9 +8,9 @@ import pytest
 
 from reverie.core import working_keys as keys
 from reverie.errors import ValidationError
-from reverie.memory.working import WorkingConfig, render_inventory
-from reverie.memory.working_rank import lexical_scores, rank
-from reverie.storage.base import WorkingEntry
+from reverie.types import WorkingEntry
+from reverie.working.rank import lexical_scores, rank
+from reverie.working.service import WorkingConfig, render_inventory
 
 T0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 

@@ -23,8 +23,8 @@ from reverie.api.auth import PUBLIC_PATHS, Authenticate, LoopbackGuard
 from reverie.api.limits import BodyLimit
 from reverie.api.routes_dream import DreamRunner
 from reverie.api.routes_dream import router as dream_router
+from reverie.api.routes_graph import router as graph_router
 from reverie.api.routes_keys import router as keys_router
-from reverie.api.routes_kg import router as kg_router
 from reverie.api.routes_kv import router as kv_router
 from reverie.api.routes_logs import router as logs_router
 from reverie.api.routes_memory import router as memory_router
@@ -35,7 +35,7 @@ from reverie.api.routes_skills import router as skills_router
 from reverie.api.routes_tools import router as tools_router
 from reverie.api.routes_usage import router as usage_router
 from reverie.api.routes_working import router as working_router
-from reverie.engine import Reverie
+from reverie.engine.root import Reverie
 from reverie.tools import ToolRegistry
 
 DEFAULT_MAX_BODY_BYTES = 1_048_576
@@ -87,7 +87,7 @@ def create_app(rv: Reverie, *, auth: bool = True, max_body_bytes: int = DEFAULT_
     for router in (memory_router, working_router, sessions_router, tools_router, dream_router, usage_router):
         app.include_router(router)
     app.include_router(kv_router)
-    app.include_router(kg_router)
+    app.include_router(graph_router)
     app.include_router(skills_router)
     app.include_router(logs_router)
     app.include_router(proactive_router)

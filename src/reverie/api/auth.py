@@ -21,11 +21,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from reverie.api.errors import Forbidden, error_response
-from reverie.engine import Reverie
+from reverie.api.serving import is_loopback
+from reverie.engine.root import Reverie
 from reverie.errors import StoreBusy, ValidationError
-from reverie.security import ADMIN
-from reverie.serving import is_loopback
-from reverie.storage.base import ApiKey
+from reverie.keys.service import ADMIN
+from reverie.types import ApiKey
 
 READ = "memory_read"
 WRITE = "memory_write"

@@ -24,7 +24,7 @@ from reverie.api.schemas import Flag, RequestModel
 from reverie.audit.audit import AuditRecord
 from reverie.core import validate
 from reverie.dream.service import DreamRunReport, DreamStatus
-from reverie.engine import Reverie
+from reverie.engine.root import Reverie
 
 log = logging.getLogger("reverie.api")
 router = APIRouter(

@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 from reverie.api.auth import Engine, admin_access
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
 from reverie.api.schemas import RequestModel
-from reverie.security import public_view
-from reverie.storage.base import ApiKey
+from reverie.keys.service import public_view
+from reverie.types import ApiKey
 
 router = APIRouter(prefix="/api/keys", tags=["keys"], responses=COMMON_ERRORS, dependencies=[Depends(admin_access)])
 

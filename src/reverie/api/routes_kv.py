@@ -19,8 +19,8 @@ from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND, ErrorBody
 from reverie.api.schemas import Deleted, RequestModel, Whole
-from reverie.memory.kv import MAX_KEY_CHARS, MAX_LIST_LIMIT
-from reverie.storage.base import KvItem
+from reverie.kv.service import MAX_KEY_CHARS, MAX_LIST_LIMIT
+from reverie.types import KvItem
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}/kv",

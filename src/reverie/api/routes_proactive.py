@@ -36,11 +36,10 @@ from reverie.api.schemas import (
 from reverie.core.proactive import MAX_MEMORY_CHARS, kind_of
 from reverie.core.validate import MAX_ID_CHARS, MAX_QUERY_CHARS
 from reverie.errors import ValidationError
-from reverie.memory.proactive import MAX_LIST, MAX_MESSAGE_CHARS, MemorizeResult
-from reverie.memory.proactive_upkeep import ConsolidationReport, SweepReport
-from reverie.security import ADMIN
-from reverie.storage.base import ApiKey
-from reverie.types import SearchResults
+from reverie.keys.service import ADMIN
+from reverie.proactive.service import MAX_LIST, MAX_MESSAGE_CHARS, MemorizeResult
+from reverie.proactive.upkeep import ConsolidationReport, SweepReport
+from reverie.types import ApiKey, SearchResults
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}",

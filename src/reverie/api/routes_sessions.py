@@ -16,10 +16,10 @@ from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, CONFLICT, NOT_FOUND
 from reverie.api.schemas import SESSION_ID_PATTERN, Deleted, Flag, RequestModel, UserQuery, Whole
-from reverie.memory.conversation import SessionInfo
-from reverie.memory.session_compaction import CompactionResult, CompactionStatus
-from reverie.recall.context import BuiltContext
-from reverie.storage.base import SessionRecord, TurnRecord
+from reverie.context.builder import BuiltContext
+from reverie.conversation.compaction import CompactionResult, CompactionStatus
+from reverie.conversation.service import SessionInfo
+from reverie.types import SessionRecord, TurnRecord
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}", tags=["sessions"], responses=COMMON_ERRORS, route_class=AgentRoute

@@ -30,7 +30,8 @@ from reverie.skills.inputs import (
     MAX_SEE_ALSO,
     MAX_SUMMARY_CHARS,
 )
-from reverie.storage.skills import FEEDBACK_KINDS, RATINGS, Feedback, Skill, SkillUsage, SkillVersion
+from reverie.storage.skills import FEEDBACK_KINDS, RATINGS
+from reverie.types import Feedback, Skill, SkillUsage, SkillVersion
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}",

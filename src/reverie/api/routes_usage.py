@@ -16,11 +16,11 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from reverie import usage_report
 from reverie.api.auth import Engine, admin_access
 from reverie.api.errors import COMMON_ERRORS
 from reverie.errors import ValidationError
-from reverie.storage.base import UsageSummary
+from reverie.types import UsageSummary
+from reverie.usage import report as usage_report
 
 router = APIRouter(tags=["usage"], responses=COMMON_ERRORS, dependencies=[Depends(admin_access)])
 From = Annotated[str | None, Query(alias="from", description="ISO 8601 date or time (inclusive)")]

@@ -17,8 +17,8 @@ from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
 from reverie.api.schemas import Deleted, Flag, Number, RequestModel, category_field
-from reverie.memory.working import WorkingHit, WorkingSave, WorkingSearch
-from reverie.storage.base import WorkingEntry
+from reverie.types import WorkingEntry
+from reverie.working.service import WorkingHit, WorkingSave, WorkingSearch
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}/working",

@@ -16,7 +16,7 @@ from typing import Self
 import uvicorn
 from fastapi import FastAPI
 
-from reverie.serving import serve_until_signalled
+from reverie.api.serving import serve_until_signalled
 
 START_TIMEOUT = 10.0
 

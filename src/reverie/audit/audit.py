@@ -31,7 +31,7 @@ from typing import Any
 from reverie.clock import Clock
 from reverie.core.clusters import Item, duplicate_pairs
 from reverie.core.consolidation import MERGED_FROM, REJECTED_CLUSTER
-from reverie.core.dedupe import content_tokens
+from reverie.core.dedup import content_tokens
 from reverie.storage.base import Store
 
 log = logging.getLogger("reverie.audit")

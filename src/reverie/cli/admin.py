@@ -12,8 +12,8 @@ import reverie
 from reverie.cli import render
 from reverie.cli.common import JsonOption, console, emit, emit_json, engine, fail, state
 from reverie.errors import ReverieError
-from reverie.jsonable import to_jsonable
 from reverie.settings import home_from_env
+from reverie.views.plain import to_jsonable
 
 
 def status(ctx: typer.Context, as_json: bool = JsonOption) -> None:

@@ -13,8 +13,8 @@ from reverie.cli import (
     demo,
     dream,
     feedback,
+    graph,
     keys,
-    kg,
     logs,
     maintain,
     mcp_cmd,
@@ -41,7 +41,7 @@ app.add_typer(dream.app, name="dream")
 app.add_typer(dream.audit_app, name="audit")
 app.add_typer(session.app, name="session")
 app.add_typer(keys.app, name="keys")
-app.add_typer(kg.app, name="kg")
+app.add_typer(graph.app, name="kg")
 app.add_typer(skills.app, name="skills")
 app.add_typer(feedback.app, name="feedback")
 app.add_typer(logs.executions_app, name="executions")

@@ -15,9 +15,9 @@ from rich.console import Console
 
 import reverie
 from reverie.errors import EmbeddingError, LLMError, NotFound, ReverieError, ValidationError
-from reverie.jsonable import to_jsonable
 from reverie.settings import home_from_env
 from reverie.types import Scope
+from reverie.views.plain import to_jsonable
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine
 from reverie.core.text import preview
-from reverie.storage.skills import Feedback
+from reverie.types import Feedback
 
 app = typer.Typer(
     help="Feedback: corrections, session summaries, stale and wrong signals about an agent's sessions.",

@@ -6,8 +6,8 @@ import typer
 
 from reverie.cli.common import JsonOption, console, emit_json, engine, err_console, fail
 from reverie.errors import ValidationError
-from reverie.security import ADMIN, public_view
-from reverie.storage.base import ApiKey
+from reverie.keys.service import ADMIN, public_view
+from reverie.types import ApiKey
 
 app = typer.Typer(help="API keys for the HTTP API and the MCP server.", no_args_is_help=True)
 

@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from reverie.cli.common import AgentOption, JsonOption, console, emit, emit_json, engine, fail, read_text_argument
 from reverie.errors import ValidationError
-from reverie.storage.base import KvItem
+from reverie.types import KvItem
 
 app = typer.Typer(
     help="Key-value memory: structured values per agent under exact keys (user:preference:theme).",

@@ -18,7 +18,7 @@ from reverie.cli.common import (
     scope_of,
 )
 from reverie.core.proactive import kind_of
-from reverie.memory.proactive_upkeep import ConsolidationReport
+from reverie.proactive.upkeep import ConsolidationReport
 from reverie.types import MemoryEntry
 
 app = typer.Typer(

@@ -14,7 +14,7 @@ import sys
 import typer
 
 from reverie.cli.common import console, engine, err_console, fail
-from reverie.engine import Reverie
+from reverie.engine.root import Reverie
 from reverie.errors import ValidationError
 
 DEFAULT_PORT = 4545
@@ -34,7 +34,7 @@ def serve(
     # Imported here: the web stack is only needed by this command.
     from reverie.api import create_app
     from reverie.api.server import serve as run_server
-    from reverie.serving import is_loopback
+    from reverie.api.serving import is_loopback
 
     if no_auth and not is_loopback(host):
         fail(

@@ -10,10 +10,10 @@ from typing import Any
 import typer
 
 from reverie.cli.common import AgentOption, JsonOption, console, emit, emit_json, engine, fail, read_text_argument
+from reverie.conversation.compaction import CompactionResult
+from reverie.conversation.service import SessionInfo
 from reverie.errors import ValidationError
-from reverie.memory.conversation import SessionInfo
-from reverie.memory.session_compaction import CompactionResult
-from reverie.storage.base import SessionRecord
+from reverie.types import SessionRecord
 
 app = typer.Typer(help="Conversation sessions: turns, the archive, compaction.", no_args_is_help=True)
 

@@ -16,8 +16,8 @@ from rich.markup import escape
 from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine, fail, read_text_argument
 from reverie.core.text import preview
 from reverie.errors import ValidationError
-from reverie.jsonable import to_jsonable
-from reverie.storage.skills import Skill
+from reverie.types import Skill
+from reverie.views.plain import to_jsonable
 
 app = typer.Typer(
     help="Skills: named procedures an agent keeps and reuses (mcp/email), their history and usage.",

@@ -11,10 +11,10 @@ from datetime import UTC, date, datetime, time, timedelta
 
 import typer
 
-from reverie import usage_report
 from reverie.cli.common import JsonOption, console, emit_json, engine, fail
 from reverie.errors import ValidationError
-from reverie.storage.base import UsageSummary
+from reverie.types import UsageSummary
+from reverie.usage import report as usage_report
 
 FromOption = typer.Option(None, "--from", help="First day (YYYY-MM-DD, UTC) or an ISO 8601 time.")
 ToOption = typer.Option(None, "--to", help="Last day, inclusive (YYYY-MM-DD, UTC), or an ISO 8601 time.")

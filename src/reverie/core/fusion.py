@@ -114,6 +114,4 @@ def thread_gain(
     for key, thread in threads.items():
         best_lexical[thread] = max(best_lexical.get(thread, 0.0), lexical.get(key, 0.0))
         best_semantic[thread] = max(best_semantic.get(thread, 0.0), semantic.get(key, 0.0))
-    return {
-        key: share * 0.5 * (best_lexical[thread] + best_semantic[thread]) for key, thread in threads.items()
-    }
+    return {key: share * 0.5 * (best_lexical[thread] + best_semantic[thread]) for key, thread in threads.items()}

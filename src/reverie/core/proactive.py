@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reverie.core.dedupe import jaccard
+from reverie.core.dedup import jaccard
 from reverie.core.stance import stance_difference
 
 CATEGORIES = (  # the defaults auto_memorize extracts (seed 004); configurable

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from reverie.core.consolidation import corpus_fingerprint
-from reverie.core.dedupe import content_tokens
+from reverie.core.dedup import content_tokens
 from reverie.core.text import STOPWORDS
 from reverie.core.tokens import word
 

@@ -30,7 +30,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from reverie.background import BackgroundService
 from reverie.clock import Clock
 from reverie.core import validate
 from reverie.core.coverage import Vocabulary
@@ -40,7 +39,9 @@ from reverie.dream.schedule import Schedule
 from reverie.errors import ValidationError
 from reverie.llm.base import LLM
 from reverie.llm.usage import agent_context
-from reverie.storage.base import DreamRun, Store
+from reverie.runtime.background import BackgroundService
+from reverie.storage.base import Store
+from reverie.types import DreamRun
 
 log = logging.getLogger("reverie.dream")
 TRIGGERS = ("scheduled", "manual", "idle")

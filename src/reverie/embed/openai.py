@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from reverie.embed.base import Vectors, normalise_rows
 from reverie.errors import EmbeddingError
-from reverie.openai_http import openai_client
+from reverie.runtime.http import openai_client
 
 PROBE_TEXT = "dimension probe"
 _EXCERPT_CHARS = 200

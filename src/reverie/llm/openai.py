@@ -34,7 +34,7 @@ from reverie.core.jsonanswer import excerpt
 from reverie.errors import LLMError, ValidationError
 from reverie.llm.base import DEFAULT_PURPOSE, Answer, BusySignal, Completion, Message, Usage, parse_json_answer
 from reverie.llm.usage import Prices, UsageLedger
-from reverie.openai_http import openai_client
+from reverie.runtime.http import openai_client
 
 Result = TypeVar("Result")
 

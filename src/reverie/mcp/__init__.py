@@ -13,8 +13,8 @@ This package is ``reverie.mcp``; the SDK is the top-level ``mcp``. Every import 
 ``import mcp`` always means the SDK.
 """
 
+from reverie.api.serving import is_loopback
 from reverie.mcp.http import KeyAuth, http_app, http_caller, serve_http
 from reverie.mcp.server import Caller, ToolServer, serve_stdio
-from reverie.serving import is_loopback
 
 __all__ = ["Caller", "KeyAuth", "ToolServer", "http_app", "http_caller", "is_loopback", "serve_http", "serve_stdio"]

@@ -27,12 +27,12 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from reverie.api.serving import serve_until_signalled
 from reverie.core import validate
 from reverie.errors import ValidationError
+from reverie.keys.service import ApiKeys
 from reverie.mcp.server import Caller, ToolServer
-from reverie.security import ApiKeys
-from reverie.serving import serve_until_signalled
-from reverie.storage.base import ApiKey
+from reverie.types import ApiKey
 
 log = logging.getLogger("reverie.mcp")
 

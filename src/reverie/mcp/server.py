@@ -21,10 +21,10 @@ from mcp.server.stdio import stdio_server
 
 from reverie import __version__
 from reverie.core.text import preview
-from reverie.security import ApiKeys
-from reverie.storage.base import ApiKey
+from reverie.keys.service import ApiKeys
 from reverie.tools import ToolContext, ToolRegistry, ToolResult, ToolSpec
 from reverie.tools.base import error_result
+from reverie.types import ApiKey
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,1 +1,1 @@
-"""Memory services: long-term facts (working and conversation memory land here too)."""
+"""Long-term memory: facts with provenance, save-time dedup, aging, lint, expansion and contradiction."""

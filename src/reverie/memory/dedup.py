@@ -37,7 +37,7 @@ import numpy as np
 from reverie.clock import Clock
 from reverie.core import text
 from reverie.core.coverage import Vocabulary, category_matches
-from reverie.core.dedupe import Decision, Verdict, decide, extend_text, top_category
+from reverie.core.dedup import Decision, Verdict, decide, extend_text, top_category
 from reverie.core.provenance import least_trusted, most_trusted
 from reverie.core.stance import StanceDifference, stance_difference, topic_overlap
 from reverie.core.subject_time import merge_subject_time

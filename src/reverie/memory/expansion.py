@@ -45,7 +45,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reverie.background import BackgroundService
 from reverie.clock import Clock
 from reverie.core import validate
 from reverie.core.coverage import category_matches
@@ -56,6 +55,7 @@ from reverie.llm.base import LLM, MALFORMED_ANSWER, Message
 from reverie.llm.usage import agent_context
 from reverie.memory.dedup import BYPASS_CATEGORIES, EXPANDED_FROM, bypasses
 from reverie.memory.longterm import LongTermMemory
+from reverie.runtime.background import BackgroundService
 from reverie.storage.base import Store
 from reverie.types import Change, MemoryEntry
 

@@ -52,7 +52,7 @@ from reverie.clock import Clock
 from reverie.core import validate
 from reverie.core.aging import DEFAULT_CONFIDENCE, ConfidenceParams, confidence
 from reverie.core.coverage import Specific, SpecificKind, Vocabulary, lowercase_words, specifics
-from reverie.core.dedupe import Verdict, content_tokens, decide, normalise_case, top_category
+from reverie.core.dedup import Verdict, content_tokens, decide, normalise_case, top_category
 from reverie.core.temporal import seen_phrase
 from reverie.core.text import STOPWORDS
 from reverie.errors import NotFound

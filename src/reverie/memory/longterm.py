@@ -530,9 +530,7 @@ class LongTermMemory:
         # Over-fetch: weighing in confidence can lift an entry from just below the cut.
         found = self._recall.search(query, flt, count * 2, mode=mode, min_similarity=floor)
         confidence = self._confidence([h.entry for h in found], flt.scope)
-        weighed = [
-            replace(h, score=h.score * (1.0 - weight + weight * confidence.get(h.entry.id, 0.0))) for h in found
-        ]
+        weighed = [replace(h, score=h.score * (1.0 - weight + weight * confidence.get(h.entry.id, 0.0))) for h in found]
         weighed.sort(key=lambda hit: -hit.score)  # stable: equal scores keep recall's order
         return SearchResults(weighed[:count], mode=found.mode, notes=found.notes)
 

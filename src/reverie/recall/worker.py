@@ -14,10 +14,10 @@ import logging
 import threading
 from collections.abc import Callable
 
-from reverie.background import BackgroundService
 from reverie.clock import Clock
 from reverie.embed.base import Embedder, Vectors
 from reverie.errors import ReverieError
+from reverie.runtime.background import BackgroundService
 from reverie.storage.base import Store
 
 log = logging.getLogger("reverie.embedding")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from reverie.errors import NotFound, ValidationError
 from reverie.skills import inputs
 from reverie.skills.service import SkillSaved, SkillStore
-from reverie.storage.skills import Skill
+from reverie.types import Skill
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from reverie.core import validate
 from reverie.errors import NotFound
 from reverie.skills import inputs
 from reverie.storage.base import Store
-from reverie.storage.skills import Feedback
+from reverie.types import Feedback
 
 log = logging.getLogger("reverie.feedback")
 PURGE_EVERY = timedelta(hours=1)

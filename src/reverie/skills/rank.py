@@ -23,7 +23,7 @@ import numpy as np
 
 from reverie.core import fusion, tokens
 from reverie.recall.postings import score_documents, weighted_document
-from reverie.storage.skills import Skill
+from reverie.types import Skill
 
 NAME_WEIGHT, SUMMARY_WEIGHT, CONTENT_WEIGHT = 2.0, 1.5, 1.0
 

@@ -38,7 +38,7 @@ from reverie.skills import inputs
 from reverie.skills.rank import SkillHit, lexical_scores, rank, semantic_scores
 from reverie.skills.usage import AtRisk, SkillUsageLog
 from reverie.storage.base import Store
-from reverie.storage.skills import CoUsage, Skill, SkillUsage, SkillVersion
+from reverie.types import CoUsage, Skill, SkillUsage, SkillVersion
 
 if TYPE_CHECKING:
     from reverie.skills.changes import SkillChanges, SkillDraft

@@ -18,7 +18,7 @@ from reverie.clock import Clock
 from reverie.errors import NotFound, ValidationError
 from reverie.skills import inputs
 from reverie.storage.base import Store
-from reverie.storage.skills import CoUsage, Feedback, Skill, SkillUsage
+from reverie.types import CoUsage, Feedback, Skill, SkillUsage
 
 # The failure signals of seed 001's Pass 4: an explicit correction, or a session summary rated poor or fair.
 FAILING_RATINGS = ("poor", "fair")

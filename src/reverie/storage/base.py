@@ -17,43 +17,43 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from reverie.storage.knowledge import Entity, GraphRepository, KvItem, KvRepository, Relation
+from reverie.storage.knowledge import GraphRepository, KvRepository
 from reverie.storage.repositories import (
-    ApiKey,
     ApiKeyRepository,
     DreamLease,
     DreamLockState,
     DreamRepository,
-    DreamRun,
-    Evidence,
     LedgerStamp,
-    SessionRecord,
     SessionRepository,
+    UsageRepository,
+    WorkingRepository,
+)
+from reverie.storage.skills import FeedbackRepository, SkillRepository
+from reverie.types import (
+    ApiKey,
+    CategoryCount,
+    Change,
+    CoUsage,
+    DreamRun,
+    Entity,
+    EntryVersion,
+    Evidence,
+    Feedback,
+    HealthReport,
+    KvItem,
+    MemoryEntry,
+    Relation,
+    Scope,
+    SessionRecord,
+    Skill,
+    SkillUsage,
+    SkillVersion,
+    StoreStats,
     TurnCounts,
     TurnRecord,
-    UsageRepository,
     UsageRow,
     UsageSummary,
     WorkingEntry,
-    WorkingRepository,
-)
-from reverie.storage.skills import (
-    CoUsage,
-    Feedback,
-    FeedbackRepository,
-    Skill,
-    SkillRepository,
-    SkillUsage,
-    SkillVersion,
-)
-from reverie.types import (
-    CategoryCount,
-    Change,
-    EntryVersion,
-    HealthReport,
-    MemoryEntry,
-    Scope,
-    StoreStats,
 )
 
 __all__ = [

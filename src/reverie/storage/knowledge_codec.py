@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reverie.errors import ValidationError
-from reverie.storage.knowledge import Entity, Relation
+from reverie.types import Entity, Relation
 
 _SPACES = re.compile(r"\s+")
 

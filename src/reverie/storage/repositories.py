@@ -7,9 +7,15 @@ nothing); ``storage.base`` re-exports every name, and ``Store`` exposes each rep
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
+
+from reverie.types.dream import DreamRun, Evidence
+from reverie.types.keys import ApiKey
+from reverie.types.sessions import SessionRecord, TurnCounts, TurnRecord
+from reverie.types.usage import UsageRow, UsageSummary
+from reverie.types.working import WorkingEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,34 +47,6 @@ class DreamLockState:
     expires_at: datetime | None
     last_dream_at: datetime | None  # the last dream that completed: the time gate reads it
     abort_requested: bool
-
-
-@dataclass(frozen=True, slots=True)
-class DreamRun:
-    """One dream run: its live status while it runs, its report after (the audit trail)."""
-
-    run_id: str
-    agent_id: str
-    trigger: str  # scheduled | manual | idle
-    started_at: datetime
-    phase: str  # running | completed | failed | aborted
-    finished_at: datetime | None = None
-    current_pass: str | None = None
-    progress: str = ""  # e.g. "3/9 passes"
-    tokens: int = 0
-    cost: float = 0.0
-    report: dict[str, Any] = field(default_factory=dict)  # JSON-able
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """One source a dream merge folded into a target entry."""
-
-    run_id: str
-    target_id: str  # the entry a merge wrote into
-    source_id: str  # one entry that fed it
-    at: datetime
 
 
 class DreamRepository(Protocol):
@@ -154,55 +132,6 @@ class DreamRepository(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRecord:
-    """One conversation session of one agent (seed 000 conversation memory, seed 004 sessions).
-
-    ``started_at`` is when the live conversation began: a fresh start (the first turn, or the first after the
-    session expired) moves it. ``summary`` and ``compacted_through`` are session compaction's: the summary
-    covers the live turns with ``index <= compacted_through``. ``deleted_at`` set: hidden, awaiting the purge.
-    """
-
-    agent_id: str
-    session_id: str
-    created_at: datetime
-    last_active_at: datetime
-    started_at: datetime
-    name: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)  # JSON-able
-    summary: str | None = None
-    compacted_through: int = 0
-    deleted_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TurnRecord:
-    """One turn of a live conversation. ``index`` is its 1-based position in the live conversation; the
-    indexes of a session's stored turns are always contiguous (appends take the next one, and only the
-    oldest are ever dropped). ``archived``: evicted past the retained turns, kept for out-of-window recall."""
-
-    agent_id: str
-    session_id: str
-    index: int
-    role: str  # user | assistant | system | tool
-    content: str
-    at: datetime
-    name: str | None = None
-    tool_call_id: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None  # JSON-able
-    archived: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class TurnCounts:
-    """How many turns a session stores, and the index range they span (0 and 0 when none)."""
-
-    retained: int = 0
-    archived: int = 0
-    first_index: int = 0
-    last_index: int = 0
-
-
 class SessionRepository(Protocol):
     """Conversation sessions and their turns, per agent. Every query is scoped by ``(agent_id, session_id)``;
     the only hard deletes are the conversation's own rules (a fresh start, the archive cap, ``clear``) and
@@ -262,23 +191,6 @@ class SessionRepository(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class WorkingEntry:
-    """One working-memory entry (seed 000): scratch text under a full path key, live until ``expires_at``.
-
-    ``key`` is the full path (``session/abc123/emails_inbox``); its first two segments are its namespace.
-    Working memory is scratch with a TTL, so expiry is its deletion: nothing here is versioned or archived.
-    """
-
-    agent_id: str
-    key: str
-    value: str
-    stored_at: datetime
-    expires_at: datetime
-    category: str | None = None
-    tags: tuple[str, ...] = ()
-
-
 class WorkingRepository(Protocol):
     """Working-memory entries, per agent, keyed by ``(agent_id, key)``.
 
@@ -317,24 +229,6 @@ class WorkingRepository(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class ApiKey:
-    """An API key as stored: never the secret, only its SHA-256 (``key_hash``).
-
-    ``agent_id`` None is an admin key (every agent); ``scopes`` are names from ``reverie.security.SCOPES``.
-    ``revoked_at`` set: refused from then on (a revoked key is kept, for the audit trail).
-    """
-
-    key_id: str
-    name: str
-    agent_id: str | None
-    scopes: tuple[str, ...]
-    key_hash: str
-    created_at: datetime
-    revoked_at: datetime | None = None
-    last_used_at: datetime | None = None
-
-
 class ApiKeyRepository(Protocol):
     """API keys, by ``key_id`` (unique) and ``key_hash`` (unique). Keys are never deleted, only revoked."""
 
@@ -362,39 +256,6 @@ class ApiKeyRepository(Protocol):
     def list(self) -> list[ApiKey]:
         """Every key, revoked ones included, oldest first (then by id)."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class UsageRow:
-    """One LLM call, as the usage log keeps it: who it was for, which model, its tokens and cost.
-
-    Tokens the server did not report are stored as 0; ``ok`` False is a call that failed (its reported
-    tokens were still spent).
-    """
-
-    at: datetime
-    agent_id: str
-    provider: str
-    model: str
-    purpose: str
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float
-    ok: bool
-
-
-@dataclass(frozen=True, slots=True)
-class UsageSummary:
-    """The calls of one agent to one provider and model over a period, summed."""
-
-    agent_id: str
-    provider: str
-    model: str
-    calls: int
-    failed: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float
 
 
 class UsageRepository(Protocol):

@@ -13,7 +13,7 @@ from typing import Any
 
 from reverie.errors import ValidationError
 from reverie.storage.knowledge_codec import dumps
-from reverie.storage.skills import Feedback, Skill
+from reverie.types import Feedback, Skill
 
 
 def cas_refusal(name: str, live_version: int | None, expected: int | None) -> str | None:

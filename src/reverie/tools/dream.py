@@ -14,7 +14,7 @@ from reverie.tools.base import ToolContext, ToolResult, ToolSpec
 from reverie.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from reverie.engine import Reverie
+    from reverie.engine.root import Reverie
 
 
 class DreamToolRunner:

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reverie.core.consolidation import MERGED_FROM
-from reverie.memory.graph import ref_of
-from reverie.storage.base import Entity, FactFilter
+from reverie.graph.service import ref_of
+from reverie.storage.base import FactFilter
 from reverie.tools.base import ToolContext, ToolError, ToolResult, entry_data, entry_line
-from reverie.types import SUPERSEDES, MemoryEntry, Scope
+from reverie.types import SUPERSEDES, Entity, MemoryEntry, Scope
 
 if TYPE_CHECKING:
-    from reverie.engine import Reverie
+    from reverie.engine.root import Reverie
 
 RECALL_NEIGHBOURS = 3
 GRAPH_NEIGHBOURS = 3  # entries sharing an entity with an entry, per entry

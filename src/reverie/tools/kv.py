@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from reverie.core.text import preview
 from reverie.errors import Conflict
-from reverie.storage.base import KvItem
 from reverie.tools.base import ToolContext, ToolError, ToolResult, when
+from reverie.types import KvItem
 
 if TYPE_CHECKING:
-    from reverie.engine import Reverie
+    from reverie.engine.root import Reverie
 
 LIST_VALUE_CHARS = 200  # of a value in a listing line; kv_get and ``data`` show it whole
 

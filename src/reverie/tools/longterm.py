@@ -20,7 +20,7 @@ from reverie.tools.base import ToolContext, ToolResult, contradiction_data, entr
 from reverie.types import CategoryCount, SearchResults
 
 if TYPE_CHECKING:
-    from reverie.engine import Reverie
+    from reverie.engine.root import Reverie
 
 QUERY_CHARS = 200  # a query as an answer quotes it
 

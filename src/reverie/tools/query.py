@@ -24,7 +24,7 @@ from reverie.tools.longterm import render_results
 from reverie.types import MemoryEntry
 
 if TYPE_CHECKING:
-    from reverie.engine import Reverie
+    from reverie.engine.root import Reverie
 
 ANSWER_ENTRY_CHARS = 2000  # of each entry's text shown to the LLM
 ANSWER_MAX_TOKENS = 512

@@ -28,11 +28,11 @@ from reverie.core.text import preview
 from reverie.dream.activity import observed
 from reverie.errors import LLMError, NotFound, ReverieError, ValidationError
 from reverie.skills.activity_logs import MAX_DURATION_MS, MAX_ERROR_CHARS, placeholder_arguments
-from reverie.tools import explore, knowledge, kv, longterm, query, semantic, skills, specs, working
+from reverie.tools import explore, graph, kv, longterm, query, semantic, skills, specs, working
 from reverie.tools.base import ToolContext, ToolError, ToolResult, ToolSpec, error_result
 
 if TYPE_CHECKING:
-    from reverie.engine import Reverie
+    from reverie.engine.root import Reverie
 
 log = logging.getLogger("reverie.tools")
 Handler = Callable[["Reverie", dict[str, Any], ToolContext], ToolResult]
@@ -55,9 +55,9 @@ HANDLERS: dict[str, Handler] = {
     specs.KV_SET: kv.kv_set,
     specs.KV_DELETE: kv.kv_delete,
     specs.KV_LIST: kv.kv_list,
-    specs.KNOWLEDGE_ADD_ENTITY: knowledge.knowledge_add_entity,
-    specs.KNOWLEDGE_ADD_RELATION: knowledge.knowledge_add_relation,
-    specs.KNOWLEDGE_QUERY: knowledge.knowledge_query,
+    specs.KNOWLEDGE_ADD_ENTITY: graph.knowledge_add_entity,
+    specs.KNOWLEDGE_ADD_RELATION: graph.knowledge_add_relation,
+    specs.KNOWLEDGE_QUERY: graph.knowledge_query,
     specs.SEARCH_SKILLS: skills.search_skills,
     specs.GET_SKILL: skills.get_skill,
     specs.SAVE_SKILL: skills.save_skill,

@@ -37,7 +37,7 @@ import numpy.typing as npt
 from reverie.core.clusters import Item, near_duplicate_clusters
 from reverie.core.consolidation import absorbed
 from reverie.core.coverage import CoverageSource, Vocabulary, check_coverage
-from reverie.core.dedupe import content_tokens, top_category
+from reverie.core.dedup import content_tokens, top_category
 from reverie.core.stance import StanceDifference, stance_difference
 from reverie.core.text import preview
 from reverie.memory.contradiction import supersede
@@ -47,7 +47,7 @@ from reverie.tools.base import ToolContext, ToolResult, entry_data
 from reverie.types import Change, MemoryEntry, Scope, Tier
 
 if TYPE_CHECKING:
-    from reverie.engine import Reverie
+    from reverie.engine.root import Reverie
 
 log = logging.getLogger("reverie.tools")
 MAX_ENTRIES = 10_000

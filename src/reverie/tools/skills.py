@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from reverie.core.text import preview
 from reverie.errors import Conflict
-from reverie.storage.skills import Feedback, Skill
 from reverie.tools import family
 from reverie.tools.base import ToolContext, ToolError, ToolResult, when
+from reverie.types import Feedback, Skill
 
 if TYPE_CHECKING:
-    from reverie.engine import Reverie
+    from reverie.engine.root import Reverie
 
 SUMMARY_CHARS = 300  # of a summary in a result line; ``data`` carries it whole
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from reverie.memory.graph_input import MAX_DEPTH, MAX_LIMIT, MAX_NAME_CHARS, MAX_REF_CHARS, MAX_SOURCES
-from reverie.memory.kv import MAX_KEY_CHARS, MAX_LIST_LIMIT
+from reverie.graph.inputs import MAX_DEPTH, MAX_LIMIT, MAX_NAME_CHARS, MAX_REF_CHARS, MAX_SOURCES
+from reverie.kv.service import MAX_KEY_CHARS, MAX_LIST_LIMIT
 from reverie.recall.hybrid import MODES
 from reverie.skills import inputs as skill_inputs
 from reverie.storage.skills import FEEDBACK_KINDS, RATINGS

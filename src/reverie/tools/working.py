@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from reverie.core import working_keys as keys
 from reverie.errors import ValidationError
-from reverie.memory.working import WorkingMemoryView, WorkingSearch, render_inventory
-from reverie.storage.base import WorkingEntry
 from reverie.tools import family
 from reverie.tools.base import ToolContext, ToolResult, when
 from reverie.tools.longterm import QUERY_CHARS
+from reverie.types import WorkingEntry
+from reverie.working.service import WorkingMemoryView, WorkingSearch, render_inventory
 
 if TYPE_CHECKING:
-    from reverie.engine import Reverie
+    from reverie.engine.root import Reverie
 
 
 def _view(rv: Reverie, ctx: ToolContext) -> WorkingMemoryView:

@@ -33,15 +33,14 @@ from reverie.core.consolidation import (
     review_fingerprint,
 )
 from reverie.core.coverage import CoverageSource, check_coverage
-from reverie.core.dedupe import content_tokens
+from reverie.core.dedup import content_tokens
 from reverie.core.stance import merge_stance_conflict
 from reverie.dream.passes.base import Capability, PassContext, PassReport, Vector
 from reverie.errors import LLMError
 from reverie.llm.base import MALFORMED_ANSWER, Message
 from reverie.memory.aging import Aging
 from reverie.prompts import read_prompt
-from reverie.storage.base import Evidence
-from reverie.types import Change, MemoryEntry, Tier
+from reverie.types import Change, Evidence, MemoryEntry, Tier
 
 log = logging.getLogger("reverie.dream")
 DIRECTIVE = "cold-dream.md"

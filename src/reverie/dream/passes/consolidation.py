@@ -47,7 +47,7 @@ from reverie.core.consolidation import (
     review_fingerprint,
 )
 from reverie.core.coverage import CoverageSource, check_coverage
-from reverie.core.dedupe import content_tokens
+from reverie.core.dedup import content_tokens
 from reverie.core.provenance import least_trusted
 from reverie.core.stance import conflicting_sources, merge_flips_stance
 from reverie.dream.passes.base import Capability, PassContext, PassReport, write_dream_log
@@ -57,8 +57,7 @@ from reverie.logs import JsonlFile
 from reverie.memory.contradiction import SUPERSEDE, supersede_older
 from reverie.memory.longterm import add_new, new_id
 from reverie.prompts import read_prompt
-from reverie.storage.base import Evidence
-from reverie.types import Change, MemoryEntry, Scope, Tier
+from reverie.types import Change, Evidence, MemoryEntry, Scope, Tier
 
 log = logging.getLogger("reverie.dream")
 

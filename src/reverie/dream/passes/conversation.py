@@ -4,11 +4,11 @@ the log's readers, because it clears the agent's log."""
 
 from __future__ import annotations
 
+from reverie.conversation.service import ConversationMemory
 from reverie.dream.passes.base import DreamPass
 from reverie.dream.passes.episodes import EpisodeExtractionPass
 from reverie.dream.passes.mining import MemoryMiningPass
 from reverie.dream.passes.preferences import PreferenceInferencePass
-from reverie.memory.conversation import ConversationMemory
 from reverie.memory.longterm import LongTermMemory
 from reverie.skills.feedback import FeedbackStore
 

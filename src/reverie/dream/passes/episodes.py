@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reverie.conversation.service import ConversationMemory
 from reverie.core import transcripts
 from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none
 from reverie.dream.passes.mining import (
@@ -33,7 +34,6 @@ from reverie.dream.passes.mining import (
     stamp_window,
 )
 from reverie.llm.base import Message
-from reverie.memory.conversation import ConversationMemory
 from reverie.memory.dedup import reinforced
 from reverie.memory.longterm import LongTermMemory
 from reverie.prompts import read_prompt

@@ -42,7 +42,7 @@ from reverie.prompts import read_prompt
 from reverie.skills.activity_logs import ExecutionLog
 from reverie.skills.changes import SkillDraft, apply_changes
 from reverie.skills.service import SkillStore
-from reverie.storage.skills import Skill
+from reverie.types import Skill
 
 log = logging.getLogger("reverie.dream")
 

@@ -32,8 +32,9 @@ from datetime import datetime, timedelta
 from reverie.core.graph_upkeep import archivable, merge_plan, type_groups
 from reverie.dream.passes.base import Capability, PassContext, PassReport
 from reverie.errors import NotFound, ValidationError
-from reverie.memory.graph import KnowledgeGraph
-from reverie.storage.base import Entity, Relation, Store
+from reverie.graph.service import KnowledgeGraph
+from reverie.storage.base import Store
+from reverie.types import Entity, Relation
 
 log = logging.getLogger("reverie.dream")
 PASS_NAME = "graph_consolidation"

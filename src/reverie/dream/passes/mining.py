@@ -21,12 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reverie.conversation.service import ConversationMemory
 from reverie.core import transcripts, validate
 from reverie.core.transcripts import Turn
 from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none
 from reverie.errors import ValidationError
 from reverie.llm.base import Message
-from reverie.memory.conversation import ConversationMemory
 from reverie.memory.longterm import LongTermMemory
 from reverie.prompts import read_prompt
 from reverie.types import Change, MemoryEntry, SaveResult, Scope

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from reverie.conversation.service import ConversationMemory
 from reverie.core import preferences, transcripts
 from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none
 from reverie.dream.passes.mining import (
@@ -36,11 +37,10 @@ from reverie.dream.passes.mining import (
 )
 from reverie.errors import ReverieError
 from reverie.llm.base import Message
-from reverie.memory.conversation import ConversationMemory
 from reverie.memory.longterm import LongTermMemory
 from reverie.prompts import read_prompt
 from reverie.skills.feedback import FeedbackStore
-from reverie.storage.skills import Feedback
+from reverie.types import Feedback
 
 log = logging.getLogger("reverie.dream")
 

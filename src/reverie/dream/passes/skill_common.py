@@ -19,7 +19,7 @@ from reverie.dream.passes.base import PassContext, ask_or_none, write_dream_log
 from reverie.llm.base import Message
 from reverie.logs import JsonlFile
 from reverie.prompts import read_prompt
-from reverie.storage.skills import Skill
+from reverie.types import Skill
 
 Answer = TypeVar("Answer", bound=BaseModel)
 MAX_SHOWN_CHARS = 6000  # a skill's content shown whole up to this; a longer one is cut and frozen

@@ -35,7 +35,7 @@ from reverie.errors import Conflict, NotFound, ValidationError
 from reverie.logs import JsonlFile
 from reverie.skills.changes import SkillDraft
 from reverie.skills.service import SkillStore
-from reverie.storage.skills import Skill
+from reverie.types import Skill
 
 log = logging.getLogger("reverie.dream")
 

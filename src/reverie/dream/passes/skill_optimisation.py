@@ -39,7 +39,7 @@ from reverie.dream.passes.skill_common import ask_usable, bump, record, render_s
 from reverie.errors import Conflict, NotFound, ValidationError
 from reverie.logs import JsonlFile
 from reverie.skills.service import SkillStore
-from reverie.storage.skills import Feedback, Skill
+from reverie.types import Feedback, Skill
 
 log = logging.getLogger("reverie.dream")
 

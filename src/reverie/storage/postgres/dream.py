@@ -39,8 +39,9 @@ from typing import Any
 import psycopg
 
 from reverie.errors import StorageError
-from reverie.storage.base import DreamLease, DreamLockState, DreamRun, Evidence, LedgerStamp
+from reverie.storage.base import DreamLease, DreamLockState, LedgerStamp
 from reverie.storage.postgres.database import LOCK_DREAM, Conn, PgDatabase, translate
+from reverie.types import DreamRun, Evidence
 
 _RUN_COLUMNS = (
     "run_id, agent_id, run_trigger, started_at, phase, finished_at, current_pass, progress, tokens, cost, report, error"

@@ -12,8 +12,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from reverie.storage.base import ApiKey
 from reverie.storage.postgres.database import Conn, PgDatabase
+from reverie.types import ApiKey
 
 _COLUMNS = "key_id, name, agent_id, scopes, key_hash, created_at, revoked_at, last_used_at"
 

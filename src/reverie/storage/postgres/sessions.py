@@ -19,8 +19,8 @@ from datetime import datetime
 from typing import Any
 
 from reverie.errors import NotFound
-from reverie.storage.base import SessionRecord, TurnCounts, TurnRecord
 from reverie.storage.postgres.database import Conn, PgDatabase
+from reverie.types import SessionRecord, TurnCounts, TurnRecord
 
 _SESSION_COLUMNS = (
     "agent_id, session_id, name, metadata, created_at, last_active_at, started_at, summary, compacted_through,"

@@ -25,8 +25,8 @@ import numpy as np
 
 from reverie.errors import Conflict
 from reverie.storage.postgres.database import Conn, PgDatabase
-from reverie.storage.skills import CoUsage, Feedback, Skill, SkillUsage, SkillVersion
 from reverie.storage.skills_codec import cas_refusal, decoded_list, encode, encode_feedback
+from reverie.types import CoUsage, Feedback, Skill, SkillUsage, SkillVersion
 
 _SKILL_COLUMNS = (
     "agent_id, name, summary, content, see_also, metadata, created_at, updated_at, last_used_at, archived_at,"

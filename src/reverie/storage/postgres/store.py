@@ -25,9 +25,10 @@ from reverie.storage.postgres.keys import PgKeys
 from reverie.storage.postgres.knowledge import PgGraph, PgKv
 from reverie.storage.postgres.sessions import PgSessions
 from reverie.storage.postgres.skills import PgFeedback, PgSkills
-from reverie.storage.postgres.usage import PgUsage
 from reverie.storage.postgres.vectors import PgMeta, PgVectors
 from reverie.storage.postgres.working import PgWorking
+from reverie.storage.sql.dialect import POSTGRES
+from reverie.storage.sql.usage import SqlUsage
 from reverie.types import HealthReport, StoreStats
 
 
@@ -48,7 +49,7 @@ class PgStore:
         self._sessions = PgSessions(self._db)
         self._working = PgWorking(self._db)
         self._keys = PgKeys(self._db)
-        self._usage = PgUsage(self._db)
+        self._usage = SqlUsage(self._db, POSTGRES)
         self._kv = PgKv(self._db)
         self._graph = PgGraph(self._db)
         self._skills = PgSkills(self._db)
@@ -92,7 +93,7 @@ class PgStore:
         return self._keys
 
     @property
-    def usage(self) -> PgUsage:
+    def usage(self) -> SqlUsage:
         return self._usage
 
     @property

@@ -15,8 +15,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from reverie.storage.base import WorkingEntry
 from reverie.storage.postgres.database import Conn, PgDatabase
+from reverie.types import WorkingEntry
 
 _COLUMNS = "agent_id, key, value, category, tags, stored_at, expires_at"
 # A live entry of one agent under a prefix; parameters: agent_id, prefix, now.

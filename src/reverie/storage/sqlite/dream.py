@@ -17,8 +17,9 @@ import sqlite3
 from datetime import datetime, timedelta
 from typing import Any
 
-from reverie.storage.base import DreamLease, DreamLockState, DreamRun, Evidence, LedgerStamp
+from reverie.storage.base import DreamLease, DreamLockState, LedgerStamp
 from reverie.storage.sqlite.database import Database, parse_ts, parse_ts_or_none, ts, ts_or_none
+from reverie.types import DreamRun, Evidence
 
 _RUN_COLUMNS = (
     "run_id, agent_id, run_trigger, started_at, phase, finished_at, current_pass, progress, tokens, cost, report, error"

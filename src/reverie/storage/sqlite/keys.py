@@ -13,8 +13,8 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from reverie.storage.base import ApiKey
 from reverie.storage.sqlite.database import Database, parse_ts, parse_ts_or_none, ts, ts_or_none
+from reverie.types import ApiKey
 
 _COLUMNS = "key_id, name, agent_id, scopes, key_hash, created_at, revoked_at, last_used_at"
 

@@ -21,10 +21,10 @@ from datetime import datetime
 from typing import Any
 
 from reverie.errors import Conflict, NotFound
-from reverie.storage.knowledge import Entity, KvItem, Relation
 from reverie.storage.knowledge_codec import cas_refusal, dumps, fingerprint, search_needle
 from reverie.storage.sqlite.database import Database, parse_ts, parse_ts_or_none, ts, ts_or_none
 from reverie.storage.sqlite.rows import read_snapshot
+from reverie.types import Entity, KvItem, Relation
 
 # -- key-value memory ---------------------------------------------------------------------------------------
 _KV_COLUMNS = "agent_id, key, value, created_at, updated_at, version, deleted_at"

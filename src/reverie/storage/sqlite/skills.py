@@ -23,9 +23,9 @@ from datetime import datetime
 from typing import Any
 
 from reverie.errors import Conflict
-from reverie.storage.skills import CoUsage, Feedback, Skill, SkillUsage, SkillVersion
 from reverie.storage.skills_codec import cas_refusal, decoded_list, encode, encode_feedback
 from reverie.storage.sqlite.database import Database, parse_ts, parse_ts_or_none, ts, ts_or_none
+from reverie.types import CoUsage, Feedback, Skill, SkillUsage, SkillVersion
 
 _SKILL_COLUMNS = (
     "agent_id, name, summary, content, see_also, metadata, created_at, updated_at, last_used_at, archived_at,"

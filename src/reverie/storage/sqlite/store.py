@@ -12,6 +12,8 @@ from typing import Any
 
 from reverie.errors import StorageError
 from reverie.storage.base import StoreOptions
+from reverie.storage.sql.dialect import SQLITE
+from reverie.storage.sql.usage import SqlUsage
 from reverie.storage.sqlite import migrations
 from reverie.storage.sqlite import rows as portable_rows
 from reverie.storage.sqlite.database import Database
@@ -21,7 +23,6 @@ from reverie.storage.sqlite.keys import SqliteKeys
 from reverie.storage.sqlite.knowledge import SqliteGraph, SqliteKv
 from reverie.storage.sqlite.sessions import SqliteSessions
 from reverie.storage.sqlite.skills import SqliteFeedback, SqliteSkills
-from reverie.storage.sqlite.usage import SqliteUsage
 from reverie.storage.sqlite.vectors import SqliteMeta, SqliteVectors
 from reverie.storage.sqlite.working import SqliteWorking
 from reverie.types import HealthReport, StoreStats
@@ -48,7 +49,7 @@ class SqliteStore:
         self._sessions = SqliteSessions(self._db)
         self._working = SqliteWorking(self._db)
         self._keys = SqliteKeys(self._db)
-        self._usage = SqliteUsage(self._db)
+        self._usage = SqlUsage(self._db, SQLITE)
         self._kv = SqliteKv(self._db)
         self._graph = SqliteGraph(self._db)
         self._skills = SqliteSkills(self._db)
@@ -97,7 +98,7 @@ class SqliteStore:
         return self._keys
 
     @property
-    def usage(self) -> SqliteUsage:
+    def usage(self) -> SqlUsage:
         return self._usage
 
     @property

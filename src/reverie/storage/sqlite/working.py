@@ -14,8 +14,8 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from reverie.storage.base import WorkingEntry
 from reverie.storage.sqlite.database import Database, parse_ts, ts
+from reverie.types import WorkingEntry
 
 _COLUMNS = "agent_id, key, value, category, tags, stored_at, expires_at"
 # A live entry of one agent under a prefix; parameters: agent_id, prefix, len(prefix), prefix, now.

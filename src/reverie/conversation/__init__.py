@@ -1,0 +1,1 @@
+"""Conversation memory: sessions and turns, the window, archives, and compaction summaries."""

@@ -1,0 +1,100 @@
+"""The dream passes ``[dream]`` enables, in the order they run, built from an open engine's services. Called by
+the composition root (``engine/root.py``) only.
+
+The order (seed 001's, extended): log retention, archive purge, importance decay, (cold rewrite,) forget sweep;
+the passes that mint facts from the logs (memory mining, episode extraction, tool-success learning), so the next
+consolidation sees what they wrote; memory consolidation (with anti-pattern mining); the knowledge graph's pass;
+the skill passes (gap detection, consolidation, optimisation); execution-failure analysis; preference inference,
+the last reader of the conversation log (it clears the agent's log); the agent's own curation, last.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reverie.dream.passes.base import DreamPass
+from reverie.dream.passes.cold_rewrite import ColdRewritePass
+from reverie.dream.passes.consolidation import ConsolidationPass
+from reverie.dream.passes.conversation import conversation_passes
+from reverie.dream.passes.curation import AgentCurationPass
+from reverie.dream.passes.execution_failures import ExecutionFailuresPass
+from reverie.dream.passes.graph import GraphConsolidationPass
+from reverie.dream.passes.maintenance import ArchivePurgePass, DecayPass, ForgetPass, LogRetentionPass
+from reverie.dream.passes.preferences import corrections_since, feedback_lines
+from reverie.dream.passes.skill_passes import skill_passes
+from reverie.dream.passes.tool_success import ToolSuccessPass
+from reverie.engine import configs as service_configs
+from reverie.logs import RetentionPolicy
+
+if TYPE_CHECKING:
+    from reverie.engine.root import Reverie
+
+
+def dream_passes(rv: Reverie) -> list[DreamPass]:
+    """Every enabled pass, in running order (see the module docstring)."""
+    d = rv.settings.dream
+    learned, last_readers = conversation_passes(  # mining and episodes; preference inference (it clears the log)
+        rv.memory,
+        rv.conversation,
+        rv.feedback,
+        mining=d.memory_mining_enabled,
+        episodes=d.episode_extraction_enabled,
+        preferences=d.preference_inference_enabled,
+    )
+    passes = _upkeep(rv) + learned
+    if d.tool_success_enabled:
+        passes.append(ToolSuccessPass(rv.tool_calls, rv.memory, window_days=d.activity_log_window_days))
+    if d.consolidation_enabled:
+        passes.append(
+            ConsolidationPass(
+                service_configs.consolidation_config(rv.settings),
+                dream_log=rv.dream_log,
+                related=rv.related_ids,
+                feedback=lambda agent, since: feedback_lines(rv.feedback, agent, since),  # anti-patterns
+                corrections=lambda agent, since: corrections_since(rv.feedback, agent, since),
+            )
+        )
+    if d.graph_enabled:  # after consolidation: which entries are live decides which entities are stale
+        passes.append(GraphConsolidationPass(rv.graph, service_configs.graph_pass_config(rv.settings)))
+    passes += skill_passes(  # seed 001's Passes 2-4: gap detection, skill consolidation, optimisation
+        rv.skills,
+        lambda agent: rv.conversation.log_records(agent_id=agent),
+        gap=d.skill_gap_enabled,
+        consolidation=d.skill_consolidation_enabled,
+        optimisation=d.skill_optimisation_enabled,
+        dream_log=rv.dream_log,
+    )
+    if d.execution_failure_analysis_enabled:  # after the skill passes: it annotates the skills they left
+        passes.append(
+            ExecutionFailuresPass(
+                rv.executions, rv.skills, dream_log=rv.dream_log, window_days=d.activity_log_window_days
+            )
+        )
+    passes += last_readers  # after every other reader of the conversation log: it clears the agent's log
+    # Last: the agent curates what the deterministic passes left. Always listed; its own gates (both
+    # auto_dream switches off by default) skip it and say why.
+    curation = service_configs.curation_config(rv.settings)
+    passes.append(AgentCurationPass(curation, rv.dream_tools(), dream_log=rv.dream_log))
+    return passes
+
+
+def _upkeep(rv: Reverie) -> list[DreamPass]:
+    """The passes that need no LLM (cold rewrite aside): log retention, purge, decay, cold rewrite, forget."""
+    d = rv.settings.dream
+    passes: list[DreamPass] = []
+    if d.log_retention_enabled:
+        policy = RetentionPolicy(
+            max_file_age_days=d.log_retention_max_file_age_days,
+            max_files_per_directory=d.log_retention_max_files_per_directory,
+            max_lines_per_file=d.log_retention_max_lines_per_file,
+        )
+        passes.append(LogRetentionPass(rv.logs, policy))
+    passes.append(ArchivePurgePass(rv.memory))
+    if d.decay_enabled:
+        passes.append(DecayPass(rv.aging))
+    if d.cold_rewrite_enabled:
+        similarity = rv.settings.memory.dedupe_similarity_threshold
+        passes.append(ColdRewritePass(rv.aging, max_clusters_per_run=d.max_clusters_per_run, similarity=similarity))
+    if d.forget_enabled:
+        passes.append(ForgetPass(rv.aging))
+    return passes

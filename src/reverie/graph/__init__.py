@@ -1,0 +1,1 @@
+"""The knowledge graph: entities and relations, their validation, and extraction from saved text."""

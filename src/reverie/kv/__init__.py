@@ -1,0 +1,1 @@
+"""The key-value store: exact keys with versions, per agent."""

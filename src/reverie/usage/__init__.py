@@ -1,0 +1,1 @@
+"""LLM usage: the token and cost report over the usage log."""
