@@ -11,7 +11,7 @@ import pytest
 
 from reverie.errors import Conflict, NotFound, ValidationError
 from reverie.storage.base import Store
-from reverie.storage.knowledge_codec import fingerprint
+from reverie.storage.graph_codec import fingerprint
 from reverie.types import Entity, Relation
 
 from .support import T0, UNICODE_TEXTS, at

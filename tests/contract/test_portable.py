@@ -385,6 +385,30 @@ def sample_rows() -> dict[str, list[dict[str, Any]]]:
             },
         ],
         **_skill_rows(),
+        **_log_rows(),
+    }
+
+
+def _log_rows() -> dict[str, list[dict[str, Any]]]:
+    """Rows of the telemetry logs (inserted out of time order) and of the context delta filter."""
+    turn = {"at": "2026-01-01T10:00:00.123456Z", "role": "user", "content": UNICODE_TEXTS[4], "agent": "default"}
+    call = {"at": T0.isoformat(), "agent": "default", "tool": "search", "ok": False, "arguments": {"q": [1, None]}}
+    return {
+        "conversation_log": [
+            {"agent_id": "default", "session_id": "s1", "at": T1, "record": turn},
+            {"agent_id": "other", "session_id": "s0", "at": T0, "record": {**turn, "agent": "other"}},
+        ],
+        "execution_log": [
+            {"agent_id": "default", "session_id": None, "at": T0, "record": {"description": "x", "steps": []}},
+        ],
+        "tool_call_log": [
+            {"agent_id": "default", "session_id": "s1", "at": T1, "record": call},
+            {"agent_id": "default", "session_id": None, "at": T0, "record": {**call, "ok": True}},
+        ],
+        "context_injected": [
+            {"agent_id": "default", "session_id": "s1", "entry_id": "00000000000b", "injected_at": T1},
+            {"agent_id": "default", "session_id": "s0", "entry_id": "00000000000a", "injected_at": T0},
+        ],
     }
 
 

@@ -1,6 +1,7 @@
 """The execution log and the tool-call log through every face: the library (validation, the window, agent
 isolation), the HTTP API on a real uvicorn server (scopes, 4xx never 500, nothing written on a refusal), the
-CLI, the agent tools (every served call is logged) and the dream's log retention (both logs are registered)."""
+CLI, the agent tools (every served call is logged) and the dream's log retention (both logs are registered and
+kept in the store)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import reverie
 from reverie.cli import app
 from reverie.clock import FakeClock
 from reverie.errors import ValidationError
+from reverie.storage.base import LogRow
 from reverie.tools import ToolContext, ToolRegistry
 
 from ._api import client, make_keys, memory, serving
@@ -31,12 +33,7 @@ def rv(tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
         yield engine
 
 
-def lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
 def test_records_are_validated_windowed_and_per_agent(rv: reverie.Reverie, clock: FakeClock) -> None:
-    log_file = rv.settings.home / "logs" / "executions.jsonl"
     bad = [
         ({"description": " "}, "description"),
         ({"success": 1}, "success"),
@@ -54,7 +51,7 @@ def test_records_are_validated_windowed_and_per_agent(rv: reverie.Reverie, clock
         with pytest.raises(ValidationError) as caught:
             rv.executions.record(args.pop("agent_id"), args.pop("description"), args.pop("success"), **args)
         assert caught.value.field == field, change
-    assert lines(log_file) == 0  # a refused call writes nothing
+    assert rv.store.logs.count("executions") == 0  # a refused call writes nothing
 
     rv.executions.record("a", "Old run", True)
     clock.advance(days=15)
@@ -68,8 +65,9 @@ def test_records_are_validated_windowed_and_per_agent(rv: reverie.Reverie, clock
         "s1",
     )
     assert [r.description for r in rv.executions.list("a", days=30)] == ["Book a flight", "Old run"]
-    with log_file.open("a") as handle:  # a hand-edited line is skipped, never an error
-        handle.write('{"at": "not a time", "agent": "a"}\n{"agent": "a", "at": "2026-01-16T09:00:00+00:00"}\n')
+    hand_made = [{"at": "not a time", "agent": "a"}, {"agent": "a", "at": "2026-01-16T09:00:00+00:00"}]
+    rv.store.logs.append("executions", [LogRow("a", None, clock.now(), r) for r in hand_made])
+    assert rv.store.logs.count("executions") == 5  # a record this module did not write is skipped, never an error
     assert len(rv.executions.list("a", days=30)) == 2
 
     for kwargs, field in (
@@ -159,4 +157,5 @@ def test_cli_tool_registry_and_retention(rv: reverie.Reverie, clock: FakeClock) 
     assert {log.name for log in rv.logs()} >= {"executions", "tool-calls"}
     report = rv.dream.run("a")
     assert report.passes["log_retention"].status == "ran"
-    assert lines(home / "logs" / "executions.jsonl") == 3 and lines(home / "logs" / "tool-calls.jsonl") == 3
+    assert rv.store.logs.count("executions") == 3 and rv.store.logs.count("tool-calls") == 3
+    assert not (home / "logs" / "executions.jsonl").exists() and not (home / "logs" / "tool-calls.jsonl").exists()

@@ -336,7 +336,8 @@ def test_every_turn_goes_to_the_conversation_log_and_clear_log_empties_it(rv: re
         ("s2", "user", "other session", "alpha"),
     ]
     assert records[0][1]["at"] == "2026-01-01T09:00:00Z"
-    assert (rv.settings.home / "logs" / "conversation" / "s1.jsonl").is_file()
+    assert [r.session_id for r in rv.store.logs.read("conversation")] == ["s1", "s1", "s2"]  # kept in the store
+    assert not (rv.settings.home / "logs" / "conversation").exists()  # not in a file of this host's home
     assert rv.conversation_log in rv.logs()  # under the dream's log retention
     conv.clear_log(session_id="s2")
     assert [sid for sid, _ in conv.log_records()] == ["s1", "s1"]

@@ -96,6 +96,9 @@ def build(home: Path, clock: FakeClock) -> Path:
         rv.feedback.record(
             "default", "session_summary", "s1", rating="poor", entry_ids=[lisbon.id], skill_names=["mcp/email"]
         )
+        rv.executions.record("default", "Send mail ✓", False, steps=[{"name": "send", "ok": False, "error": "bounced"}])
+        rv.tool_calls.record("default", "memory_search", True, arguments={"query": ""}, duration_ms=3.5)
+        assert rv.context.build("s1", "Where do I live?").injected  # the delta filter holds what it was given
         path = Path(rv.store.url.removeprefix("sqlite:///"))
     return path
 

@@ -349,7 +349,7 @@ def test_a_log_that_raises_does_not_stop_the_others(tmp_path: Path, caplog: pyte
 def test_the_package_exports_its_public_names() -> None:
     assert sorted(reverie.logs.__all__) == sorted(
         ["JsonlFile", "PrunableLog", "RetentionPolicy", "RetentionReport", "SessionJsonlLog", "retain_all"]
-        + ["validate_session_id"]
+        + ["validate_session_id", "StoredLog", "ImportReport", "import_legacy"]
     )
     assert RetentionPolicy() == RetentionPolicy(max_file_age_days=30, max_files_per_directory=1000)
     assert RetentionPolicy().max_lines_per_file == 50_000

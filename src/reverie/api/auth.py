@@ -24,11 +24,9 @@ from reverie.api.errors import Forbidden, error_response
 from reverie.api.serving import is_loopback
 from reverie.engine.root import Reverie
 from reverie.errors import StoreBusy, ValidationError
-from reverie.keys.service import ADMIN
+from reverie.keys.service import ADMIN, MEMORY_READ, MEMORY_WRITE
 from reverie.types import ApiKey
 
-READ = "memory_read"
-WRITE = "memory_write"
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 STATE_KEY = "reverie_api_key"
 _BEARER = "bearer "
@@ -138,14 +136,14 @@ AgentPath = Annotated[str, Path(description="the agent whose memory this is", ma
 
 async def read_access(request: Request, agent_id: AgentPath) -> str:
     """The path's agent, once the caller may read its memory (``memory_read``)."""
-    if not _permits(engine(request), _key(request), READ, agent_id):
+    if not _permits(engine(request), _key(request), MEMORY_READ, agent_id):
         raise Forbidden(f"this key may not read the memory of agent {agent_id!r}")
     return agent_id
 
 
 async def write_access(request: Request, agent_id: AgentPath) -> str:
     """The path's agent, once the caller may change its memory (``memory_write``)."""
-    if not _permits(engine(request), _key(request), WRITE, agent_id):
+    if not _permits(engine(request), _key(request), MEMORY_WRITE, agent_id):
         raise Forbidden(f"this key may not change the memory of agent {agent_id!r}")
     return agent_id
 

@@ -20,10 +20,8 @@ from pydantic import BaseModel, Field
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import AdminAgent, Engine, admin_access
 from reverie.api.errors import COMMON_ERRORS
-from reverie.api.schemas import Flag, RequestModel
-from reverie.audit.audit import AuditRecord
+from reverie.api.schemas import Flag, RequestModel, ValueOut
 from reverie.core import validate
-from reverie.dream.service import DreamRunReport, DreamStatus
 from reverie.engine.root import Reverie
 
 log = logging.getLogger("reverie.api")
@@ -69,7 +67,7 @@ class DreamRunner:
                 thread.join(timeout)
 
 
-class RunOut(BaseModel):
+class RunOut(ValueOut):
     run_id: str
     trigger: str
     phase: str
@@ -82,7 +80,7 @@ class RunOut(BaseModel):
     error: str | None
 
 
-class DreamStatusOut(BaseModel):
+class DreamStatusOut(ValueOut):
     agent_id: str
     enabled: bool
     running: bool
@@ -91,7 +89,7 @@ class DreamStatusOut(BaseModel):
     run: RunOut | None = Field(description="the latest run: phase, current pass, progress, tokens, cost")
 
 
-class PassOut(BaseModel):
+class PassOut(ValueOut):
     name: str
     status: str
     reason: str
@@ -102,7 +100,7 @@ class PassOut(BaseModel):
     summary: str
 
 
-class DreamReportOut(BaseModel):
+class DreamReportOut(ValueOut):
     run_id: str | None
     agent_id: str
     trigger: str
@@ -130,7 +128,7 @@ class AbortOut(BaseModel):
     aborting: bool = Field(description="false when no dream of the agent is running")
 
 
-class AuditRecordOut(BaseModel):
+class AuditRecordOut(ValueOut):
     at: datetime
     agent_id: str
     live: int
@@ -145,18 +143,6 @@ class AuditRecordOut(BaseModel):
     destroyed_ids: list[str]
 
 
-def _status_out(status: DreamStatus) -> DreamStatusOut:
-    return DreamStatusOut.model_validate(status.as_dict())
-
-
-def _report_out(report: DreamRunReport) -> DreamReportOut:
-    return DreamReportOut.model_validate(report.as_dict())
-
-
-def _audit_out(record: AuditRecord) -> AuditRecordOut:
-    return AuditRecordOut.model_validate(record.as_dict())
-
-
 def _runner(request: Request) -> DreamRunner:
     runner: DreamRunner = request.app.state.dreams
     return runner
@@ -169,8 +155,8 @@ def dream_status(rv: Engine, agent: AgentFilter = None) -> list[DreamStatusOut]:
     if agent is not None:
         agents: list[str] = [validate.identifier(agent, name="agent")]
     else:
-        agents = sorted(set(rv.store.facts.agents()) | set(rv.settings.agents))
-    return [_status_out(rv.dream.status(a)) for a in agents]
+        agents = rv.dream.agents()
+    return [DreamStatusOut.model_validate(rv.dream.status(a)) for a in agents]
 
 
 @router.post(
@@ -193,7 +179,7 @@ def trigger_dream(
         return TriggerOut(agent_id=agent, started=_runner(request).start(agent))
     report = rv.dream.run(agent, trigger="manual")  # attributed to the agent by AgentRoute
     response.status_code = 200
-    return TriggerOut(agent_id=agent, started=report.phase != "skipped", report=_report_out(report))
+    return TriggerOut(agent_id=agent, started=report.phase != "skipped", report=DreamReportOut.model_validate(report))
 
 
 @router.post("/api/dream/agents/{agent_id}/abort", response_model=AbortOut, summary="Abort the running dream")
@@ -207,17 +193,17 @@ def abort_dream(rv: Engine, agent: AdminAgent) -> AbortOut:
 def set_dream_enabled(rv: Engine, agent: AdminAgent, body: EnabledIn) -> DreamStatusOut:
     """Opt the agent in to dreaming (the default) or out of it."""
     rv.dream.set_enabled(agent, body.enabled)
-    return _status_out(rv.dream.status(agent))
+    return DreamStatusOut.model_validate(rv.dream.status(agent))
 
 
 @router.get("/api/audit/trend", response_model=list[AuditRecordOut], summary="The audit trend")
 def audit_trend(rv: Engine, agent: AgentFilter = None) -> list[AuditRecordOut]:
     """The audit records, oldest first: live, archived, merged, destroyed outside the purge, rejected
     clusters, duplicate rate and source mix per agent."""
-    return [_audit_out(r) for r in rv.audit.trend(agent)]
+    return [AuditRecordOut.model_validate(r) for r in rv.audit.trend(agent)]
 
 
 @router.post("/api/audit/run", response_model=list[AuditRecordOut], summary="Audit now")
 def audit_run(rv: Engine) -> list[AuditRecordOut]:
     """Audit every agent now and add the records to the trend."""
-    return [_audit_out(r) for r in rv.audit.run()]
+    return [AuditRecordOut.model_validate(r) for r in rv.audit.run()]

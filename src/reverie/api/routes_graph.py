@@ -13,14 +13,14 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
-from reverie.api.schemas import RequestModel
+from reverie.api.schemas import RequestModel, ValueOut, fields_of
 from reverie.graph import inputs as graph_input
-from reverie.graph.service import EntitySubgraph, EntityWrite, GraphPath, MergeReport, RelationWrite, Triple, ref_of
+from reverie.graph.service import Triple, ref_of
 from reverie.types import Entity
 
 router = APIRouter(
@@ -59,6 +59,11 @@ class MergeIn(RequestModel):
     duplicate_id: str = Field(min_length=1, max_length=200, description="the entity merged into it")
 
 
+def _with_ref(value: Any) -> Any:
+    """An entity as an answer reads it: its fields and ``ref`` (``type:name``), which it holds in none."""
+    return fields_of(value, ref=ref_of(value)) if isinstance(value, Entity) else value
+
+
 class EntityOut(BaseModel):
     entity_id: str
     type: str
@@ -73,13 +78,24 @@ class EntityOut(BaseModel):
     archived_at: datetime | None
     merged_into: str | None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _entity(cls, value: Any) -> Any:
+        return _with_ref(value)
+
 
 class EntityRefOut(BaseModel):
     entity_id: str
     ref: str
 
+    @model_validator(mode="before")
+    @classmethod
+    def _entity(cls, value: Any) -> Any:
+        return _with_ref(value)
+
 
 class RelationOut(BaseModel):
+    # Read from a Triple: the relation's fields, with its two entities and its text.
     relation_id: str
     relation: str
     source: EntityRefOut
@@ -91,8 +107,15 @@ class RelationOut(BaseModel):
     invalid_at: datetime | None = Field(description="set: contradicted or withdrawn at that time (kept as history)")
     created_at: datetime | None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _triple(cls, value: Any) -> Any:
+        if isinstance(value, Triple):
+            return fields_of(value.relation, source=value.source, target=value.target, text=value.text)
+        return value
 
-class EntityWriteOut(BaseModel):
+
+class EntityWriteOut(ValueOut):
     entity: EntityOut
     outcome: str = Field(description="created or updated")
     absorbed: list[str] = Field(description="ids of untyped things of the same name merged into a new typed entity")
@@ -104,7 +127,7 @@ class RelationWriteOut(BaseModel):
     invalidated: list[str] = Field(description="ids of relations the new one contradicted (now invalid)")
 
 
-class MergeOut(BaseModel):
+class MergeOut(ValueOut):
     entity: EntityOut
     merged: EntityOut
     moved: list[str]
@@ -118,79 +141,13 @@ class PathOut(BaseModel):
     relations: list[RelationOut] = Field(description="walked in order, each with its real direction")
 
 
-class SubgraphOut(BaseModel):
+class SubgraphOut(ValueOut):
     center: EntityOut
     depth: int
     entities: list[EntityOut]
     distances: dict[str, int] = Field(description="hops from the centre, by entity id")
-    relations: list[RelationOut]
+    relations: list[RelationOut] = Field(validation_alias=AliasChoices("relations", "triples"))
     truncated: bool
-
-
-def entity_out(entity: Entity) -> EntityOut:
-    return EntityOut(
-        entity_id=entity.entity_id,
-        type=entity.type,
-        name=entity.name,
-        ref=ref_of(entity),
-        key=entity.key,
-        properties=entity.properties,
-        sources=list(entity.sources),
-        created_at=entity.created_at,
-        updated_at=entity.updated_at,
-        last_seen_at=entity.last_seen_at,
-        archived_at=entity.archived_at,
-        merged_into=entity.merged_into,
-    )
-
-
-def relation_out(triple: Triple) -> RelationOut:
-    rel = triple.relation
-    return RelationOut(
-        relation_id=rel.relation_id,
-        relation=rel.relation,
-        source=EntityRefOut(entity_id=triple.source.entity_id, ref=ref_of(triple.source)),
-        target=EntityRefOut(entity_id=triple.target.entity_id, ref=ref_of(triple.target)),
-        text=triple.text,
-        properties=rel.properties,
-        sources=list(rel.sources),
-        valid_from=rel.valid_from,
-        invalid_at=rel.invalid_at,
-        created_at=rel.created_at,
-    )
-
-
-def _entity_write(written: EntityWrite) -> EntityWriteOut:
-    return EntityWriteOut(entity=entity_out(written.entity), outcome=written.outcome, absorbed=list(written.absorbed))
-
-
-def _relation_write(written: RelationWrite) -> RelationWriteOut:
-    return RelationWriteOut(
-        relation=relation_out(written.triple),
-        outcome=written.outcome,
-        invalidated=[r.relation_id for r in written.invalidated],
-    )
-
-
-def _path_out(found: GraphPath | None) -> PathOut:
-    if found is None:
-        return PathOut(found=False, entities=[], relations=[])
-    return PathOut(
-        found=True,
-        entities=[entity_out(e) for e in found.entities],
-        relations=[relation_out(t) for t in found.triples],
-    )
-
-
-def _subgraph_out(found: EntitySubgraph) -> SubgraphOut:
-    return SubgraphOut(
-        center=entity_out(found.center),
-        depth=found.depth,
-        entities=[entity_out(e) for e in found.entities],
-        distances=found.distances,
-        relations=[relation_out(t) for t in found.triples],
-        truncated=found.truncated,
-    )
 
 
 @router.get("/entities", response_model=list[EntityOut], summary="List entities")
@@ -201,7 +158,7 @@ def list_entities(
     limit: Limit = None,
 ) -> list[EntityOut]:
     """Live entities (not merged, not archived), most recently seen first."""
-    return [entity_out(e) for e in rv.graph.list_entities(agent, type=type, limit=limit)]
+    return [EntityOut.model_validate(e) for e in rv.graph.list_entities(agent, type=type, limit=limit)]
 
 
 @router.get("/entities/search", response_model=list[EntityOut], summary="Search entities by name")
@@ -212,20 +169,22 @@ def search_entities(
     limit: Limit = None,
 ) -> list[EntityOut]:
     """Live entities whose name contains ``q`` (case-insensitive), exact names first, then most recently seen."""
-    return [entity_out(e) for e in rv.graph.search_entities(agent, q, limit=limit)]
+    return [EntityOut.model_validate(e) for e in rv.graph.search_entities(agent, q, limit=limit)]
 
 
 @router.get("/entities/{entity_id}", response_model=EntityOut, responses=NOT_FOUND, summary="Read an entity")
 def get_entity(rv: Engine, agent: ReadAgent, entity_id: Id) -> EntityOut:
     """The entity with that id; for a merged one, the entity it was merged into."""
-    return entity_out(rv.graph.get_entity(agent, entity_id))
+    return EntityOut.model_validate(rv.graph.get_entity(agent, entity_id))
 
 
 @router.post("/entities", response_model=EntityWriteOut, summary="Add or update an entity")
 def add_entity(rv: Engine, agent: WriteAgent, body: EntityIn) -> EntityWriteOut:
     """Add an entity, or update the one with that type and name ("Ana", "ana" and "Ana " are one):
     properties are merged (the given values win), sources added."""
-    return _entity_write(rv.graph.add_entity(agent, body.type, body.name, body.properties, body.sources))
+    return EntityWriteOut.model_validate(
+        rv.graph.add_entity(agent, body.type, body.name, body.properties, body.sources)
+    )
 
 
 @router.get("/resolve", response_model=EntityOut, responses=NOT_FOUND, summary="Find the entity a reference names")
@@ -235,21 +194,14 @@ def resolve(
     ref: Annotated[str, Query(min_length=1, max_length=graph_input.MAX_REF_CHARS, description="type:name, or a name")],
 ) -> EntityOut:
     """The entity ``ref`` names, following merges (404 when there is none)."""
-    return entity_out(rv.graph.resolve(agent, ref))
+    return EntityOut.model_validate(rv.graph.resolve(agent, ref))
 
 
 @router.post("/merge", response_model=MergeOut, responses=NOT_FOUND, summary="Merge a duplicate entity")
 def merge(rv: Engine, agent: WriteAgent, body: MergeIn) -> MergeOut:
     """Merge ``duplicate_id`` into ``keep_id``: its relations move over (a relation that becomes a copy of one
     the kept entity has is invalidated, never deleted), and it is marked merged. 422 when they are one."""
-    report: MergeReport = rv.graph.merge_entities(agent, body.keep_id, body.duplicate_id)
-    return MergeOut(
-        entity=entity_out(report.entity),
-        merged=entity_out(report.merged),
-        moved=list(report.moved),
-        duplicates=list(report.duplicates),
-        invalidated=list(report.invalidated),
-    )
+    return MergeOut.model_validate(rv.graph.merge_entities(agent, body.keep_id, body.duplicate_id))
 
 
 @router.get("/relations", response_model=list[RelationOut], responses=NOT_FOUND, summary="Query relations")
@@ -273,7 +225,7 @@ def query_relations(
         include_invalid=include_invalid,
         limit=limit,
     )
-    return [relation_out(t) for t in found]
+    return [RelationOut.model_validate(t) for t in found]
 
 
 @router.post("/relations", response_model=RelationWriteOut, summary="Add or reinforce a relation")
@@ -282,7 +234,8 @@ def add_relation(rv: Engine, agent: WriteAgent, body: RelationIn) -> RelationWri
     relation (``works_at``, …) a new target invalidates the previous one, which is kept as history."""
     since = graph_input.parse_time(body.valid_from, "valid_from")
     written = rv.graph.add_relation(agent, body.from_, body.relation, body.to, body.properties, body.sources, since)
-    return _relation_write(written)
+    invalidated = [r.relation_id for r in written.invalidated]
+    return RelationWriteOut(relation=written.triple, outcome=written.outcome, invalidated=invalidated)
 
 
 @router.post(
@@ -290,7 +243,7 @@ def add_relation(rv: Engine, agent: WriteAgent, body: RelationIn) -> RelationWri
 )
 def invalidate_relation(rv: Engine, agent: WriteAgent, relation_id: Id) -> RelationOut:
     """Mark a relation no longer true (kept as history; ``include_invalid`` shows it)."""
-    return relation_out(rv.graph.invalidate_relation(agent, relation_id))
+    return RelationOut.model_validate(rv.graph.invalidate_relation(agent, relation_id))
 
 
 @router.get("/path", response_model=PathOut, responses=NOT_FOUND, summary="Shortest path between two entities")
@@ -305,7 +258,10 @@ def path(
 ) -> PathOut:
     """One shortest chain of valid relations between two entities, either direction; ``found`` is false
     when there is none within ``max_depth``."""
-    return _path_out(rv.graph.path(agent, from_, to, max_depth))
+    found = rv.graph.path(agent, from_, to, max_depth)
+    if found is None:
+        return PathOut(found=False, entities=[], relations=[])
+    return PathOut(found=True, entities=list(found.entities), relations=list(found.triples))
 
 
 @router.get("/subgraph", response_model=SubgraphOut, responses=NOT_FOUND, summary="The neighbourhood of an entity")
@@ -317,4 +273,4 @@ def subgraph(
     limit: Limit = None,
 ) -> SubgraphOut:
     """The entities within ``depth`` hops of ``entity`` and every valid relation among them."""
-    return _subgraph_out(rv.graph.subgraph(agent, entity, depth=depth, limit=limit))
+    return SubgraphOut.model_validate(rv.graph.subgraph(agent, entity, depth=depth, limit=limit))

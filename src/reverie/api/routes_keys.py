@@ -6,15 +6,15 @@ Keys are never deleted; a revoked key is refused from the moment it is revoked a
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from reverie.api.auth import Engine, admin_access
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
 from reverie.api.schemas import RequestModel
-from reverie.keys.service import public_view
+from reverie.keys.service import ADMIN, MEMORY_READ, MEMORY_WRITE, public_view
 from reverie.types import ApiKey
 
 router = APIRouter(prefix="/api/keys", tags=["keys"], responses=COMMON_ERRORS, dependencies=[Depends(admin_access)])
@@ -30,11 +30,17 @@ class KeyOut(BaseModel):
     revoked_at: datetime | None
     last_used_at: datetime | None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _public_view(cls, value: Any) -> Any:
+        # A key is shown through its one public view (never its hash), as the CLI shows it.
+        return public_view(value) if isinstance(value, ApiKey) else value
+
 
 class KeyIn(RequestModel):
     name: str
     agent_id: str | None = Field(None, description="the one agent the key is for; omit for an admin key")
-    scopes: list[str] = Field(description="memory_read, memory_write; an admin key: admin")
+    scopes: list[str] = Field(description=f"{MEMORY_READ}, {MEMORY_WRITE}; an admin key: {ADMIN}")
 
 
 class NewKeyOut(BaseModel):
@@ -42,24 +48,20 @@ class NewKeyOut(BaseModel):
     secret: str = Field(description="shown only here: store it now, it cannot be read back")
 
 
-def _key_out(key: ApiKey) -> KeyOut:
-    return KeyOut.model_validate(public_view(key))
-
-
 @router.get("", response_model=list[KeyOut], summary="List API keys")
 def list_keys(rv: Engine) -> list[KeyOut]:
     """Every key, revoked ones included, oldest first (never a secret or its hash)."""
-    return [_key_out(k) for k in rv.keys.list()]
+    return [KeyOut.model_validate(k) for k in rv.keys.list()]
 
 
 @router.post("", status_code=201, response_model=NewKeyOut, summary="Create an API key")
 def create_key(rv: Engine, body: KeyIn) -> NewKeyOut:
     """A new key bound to ``agent_id`` with ``scopes``, or an admin key (no agent, scope ``admin``)."""
     key, secret = rv.keys.create(body.name, agent_id=body.agent_id, scopes=body.scopes)
-    return NewKeyOut(key=_key_out(key), secret=secret)
+    return NewKeyOut(key=key, secret=secret)
 
 
 @router.delete("/{key_id}", response_model=KeyOut, responses=NOT_FOUND, summary="Revoke an API key")
 def revoke_key(rv: Engine, key_id: Annotated[str, Path(max_length=200)]) -> KeyOut:
     """Refuse the key from now on; returns it as stored."""
-    return _key_out(rv.keys.revoke(key_id))
+    return KeyOut.model_validate(rv.keys.revoke(key_id))

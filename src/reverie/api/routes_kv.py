@@ -18,9 +18,8 @@ from pydantic import BaseModel, Field
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND, ErrorBody
-from reverie.api.schemas import Deleted, RequestModel, Whole
+from reverie.api.schemas import Deleted, RequestModel, ValueOut, Whole
 from reverie.kv.service import MAX_KEY_CHARS, MAX_LIST_LIMIT
-from reverie.types import KvItem
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}/kv",
@@ -48,7 +47,7 @@ class KvWriteIn(RequestModel):
     )
 
 
-class KvItemOut(BaseModel):
+class KvItemOut(ValueOut):
     agent_id: str
     key: str
     value: Any = Field(description="the stored JSON value")
@@ -60,17 +59,6 @@ class KvItemOut(BaseModel):
 class KvListOut(BaseModel):
     items: list[KvItemOut] = Field(description="in code-point order of the key")
     next_after: str | None = Field(description="pass as after= for the next page; null when this page was the last")
-
-
-def _item_out(item: KvItem) -> KvItemOut:
-    return KvItemOut(
-        agent_id=item.agent_id,
-        key=item.key,
-        value=item.value,
-        version=item.version,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-    )
 
 
 @router.get("", response_model=KvListOut, summary="List keys")
@@ -87,20 +75,20 @@ def list_kv(
     values; ``next_after`` continues the listing."""
     items = rv.kv.list(agent, prefix, limit=limit, after=after)
     next_after = items[-1].key if len(items) == limit else None
-    return KvListOut(items=[_item_out(i) for i in items], next_after=next_after)
+    return KvListOut(items=list(items), next_after=next_after)
 
 
 @router.get("/{key:path}", response_model=KvItemOut, responses=NOT_FOUND, summary="Read a key")
 def get_kv(rv: Engine, agent: ReadAgent, key: Key) -> KvItemOut:
     """The live item (404 when the key was never set, or was deleted)."""
-    return _item_out(rv.kv.get(agent, key))
+    return KvItemOut.model_validate(rv.kv.get(agent, key))
 
 
 @router.put("/{key:path}", response_model=KvItemOut, responses=VERSION_CONFLICT, summary="Set a key")
 def set_kv(rv: Engine, agent: WriteAgent, key: Key, body: KvWriteIn) -> KvItemOut:
     """Create, overwrite or revive the key with ``value``. A value over ``kv.max_value_bytes``, holding NaN or
     a NUL character, or a new key past ``kv.max_keys_per_agent`` is a 422."""
-    return _item_out(rv.kv.set(agent, key, body.value, expected_version=body.expected_version))
+    return KvItemOut.model_validate(rv.kv.set(agent, key, body.value, expected_version=body.expected_version))
 
 
 @router.patch(
@@ -108,7 +96,7 @@ def set_kv(rv: Engine, agent: WriteAgent, key: Key, body: KvWriteIn) -> KvItemOu
 )
 def update_kv(rv: Engine, agent: WriteAgent, key: Key, body: KvWriteIn) -> KvItemOut:
     """Overwrite the value of a live key; 404 when it is not live (an update never creates)."""
-    return _item_out(rv.kv.update(agent, key, body.value, expected_version=body.expected_version))
+    return KvItemOut.model_validate(rv.kv.update(agent, key, body.value, expected_version=body.expected_version))
 
 
 @router.delete("/{key:path}", response_model=Deleted, summary="Delete a key")

@@ -8,25 +8,24 @@ Every call works in the path agent's records only; another agent's are simply no
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from pydantic import Field, field_validator
 
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS
-from reverie.api.schemas import Flag, Number, RequestModel
-from reverie.core.execution_patterns import WINDOW_DAYS
+from reverie.api.schemas import Flag, Number, RequestModel, ValueOut
+from reverie.core.execution_patterns import WINDOW_DAYS, Step
 from reverie.skills.activity_logs import (
     MAX_DESCRIPTION_CHARS,
     MAX_ERROR_CHARS,
     MAX_STEP_NAME_CHARS,
     MAX_STEPS,
     MAX_TOOL_CHARS,
-    ExecutionRecord,
-    ToolCallRecord,
 )
 from reverie.skills.inputs import MAX_LIST_LIMIT, MAX_NAME_CHARS
 
@@ -53,7 +52,7 @@ class ExecutionIn(RequestModel):
     error: str | None = Field(None, max_length=MAX_ERROR_CHARS, description="why it failed")
 
 
-class ExecutionOut(BaseModel):
+class ExecutionOut(ValueOut):
     at: datetime
     agent_id: str
     description: str
@@ -63,13 +62,11 @@ class ExecutionOut(BaseModel):
     skill: str | None
     error: str | None
 
-
-def execution_out(record: ExecutionRecord) -> ExecutionOut:
-    steps = [{"name": s.name, "ok": s.ok, "error": s.error} for s in record.steps]
-    return ExecutionOut(
-        at=record.at, agent_id=record.agent_id, description=record.description, success=record.success, steps=steps,
-        session_id=record.session_id, skill=record.skill, error=record.error,
-    )  # fmt: skip
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _plain_steps(cls, steps: Any) -> Any:
+        # A step is a value (name, ok, error); the answer shows each as a plain object of those fields.
+        return [dataclasses.asdict(s) if isinstance(s, Step) else s for s in steps]
 
 
 @router.post("/executions", status_code=201, response_model=ExecutionOut, summary="Log an execution")
@@ -84,13 +81,13 @@ def record_execution(rv: Engine, agent: WriteAgent, body: ExecutionIn) -> Execut
         skill=body.skill,
         error=body.error,
     )
-    return execution_out(record)
+    return ExecutionOut.model_validate(record)
 
 
 @router.get("/executions", response_model=list[ExecutionOut], summary="List executions")
 def list_executions(rv: Engine, agent: ReadAgent, days: Days = WINDOW_DAYS, limit: Limit = 100) -> list[ExecutionOut]:
     """The agent's executions of the last ``days``, newest first."""
-    return [execution_out(r) for r in rv.executions.list(agent, days=days, limit=limit)]
+    return [ExecutionOut.model_validate(r) for r in rv.executions.list(agent, days=days, limit=limit)]
 
 
 class ToolCallIn(RequestModel):
@@ -102,7 +99,7 @@ class ToolCallIn(RequestModel):
     duration_ms: Number | None = Field(None, ge=0, description="how long it took, in milliseconds")
 
 
-class ToolCallOut(BaseModel):
+class ToolCallOut(ValueOut):
     at: datetime
     agent_id: str
     tool: str
@@ -111,13 +108,6 @@ class ToolCallOut(BaseModel):
     error: str | None
     arguments: dict[str, Any] | None
     duration_ms: float | None
-
-
-def tool_call_out(record: ToolCallRecord) -> ToolCallOut:
-    return ToolCallOut(
-        at=record.at, agent_id=record.agent_id, tool=record.tool, ok=record.ok, session_id=record.session_id,
-        error=record.error, arguments=record.arguments, duration_ms=record.duration_ms,
-    )  # fmt: skip
 
 
 @router.post("/tool-calls", status_code=201, response_model=ToolCallOut, summary="Log a tool call")
@@ -132,7 +122,7 @@ def record_tool_call(rv: Engine, agent: WriteAgent, body: ToolCallIn) -> ToolCal
         arguments=body.arguments,
         duration_ms=body.duration_ms,
     )
-    return tool_call_out(record)
+    return ToolCallOut.model_validate(record)
 
 
 @router.get("/tool-calls", response_model=list[ToolCallOut], summary="List tool calls")
@@ -144,4 +134,4 @@ def list_tool_calls(
     limit: Limit = 100,
 ) -> list[ToolCallOut]:
     """The agent's tool calls of the last ``days``, newest first."""
-    return [tool_call_out(r) for r in rv.tool_calls.list(agent, days=days, tool=tool, limit=limit)]
+    return [ToolCallOut.model_validate(r) for r in rv.tool_calls.list(agent, days=days, tool=tool, limit=limit)]

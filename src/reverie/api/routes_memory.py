@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
@@ -24,14 +24,14 @@ from reverie.api.schemas import (
     RequestModel,
     SessionQuery,
     UserQuery,
+    ValueOut,
     category_field,
-    entry_out,
     scope_of,
 )
 from reverie.core.validate import MAX_QUERY_CHARS
 from reverie.recall.hybrid import MODES
-from reverie.tools.base import contradiction_data
-from reverie.types import EntryVersion, SaveRejection, SaveResult, SearchResults, Tier
+from reverie.types import Contradiction, SaveRejection, SaveResult, Tier
+from reverie.views.entry import contradiction_view
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}", tags=["memory"], responses=COMMON_ERRORS, route_class=AgentRoute
@@ -95,12 +95,21 @@ class ContradictionOut(BaseModel):
     superseded: bool = Field(description="the earlier entry is now superseded by the new one")
     message: str
 
+    @model_validator(mode="before")
+    @classmethod
+    def _view(cls, value: Any) -> Any:
+        return contradiction_view(value) if isinstance(value, Contradiction) else value
 
-class SaveOut(BaseModel):
+
+class SaveOut(ValueOut):
     outcome: str = Field(description="created, reinforced, extended or superseded")
     entry: EntryOut
     notes: list[str]
-    contradicts: ContradictionOut | None = Field(None, description="the entry this save contradicts, if any")
+    contradicts: ContradictionOut | None = Field(
+        None,
+        validation_alias=AliasChoices("contradicts", "contradiction"),
+        description="the entry this save contradicts, if any",
+    )
 
 
 class BatchItemOut(BaseModel):
@@ -129,7 +138,7 @@ class ImportanceIn(RequestModel):
     importance: Number = Field(ge=0, le=1)
 
 
-class VersionOut(BaseModel):
+class VersionOut(ValueOut):
     entry_id: str
     version: int
     change: str
@@ -142,7 +151,7 @@ class VersionOut(BaseModel):
     archived: bool
 
 
-class EvidenceOut(BaseModel):
+class EvidenceOut(ValueOut):
     """Why a hit ranked where it did (docs/concepts.md, "Reading a hit's score")."""
 
     bm25: float | None = Field(description="the raw BM25 score; null when BM25 did not find the entry")
@@ -154,7 +163,7 @@ class EvidenceOut(BaseModel):
     time: float = Field(description="the boost for matching a time the query names")
 
 
-class HitOut(BaseModel):
+class HitOut(ValueOut):
     entry: EntryOut
     score: float = Field(description="own + context + time; 1 is full evidence of its own")
     matched_by: str = Field(
@@ -169,38 +178,15 @@ class SearchOut(BaseModel):
     hits: list[HitOut]
 
 
-class CategoryCountOut(BaseModel):
+class CategoryCountOut(ValueOut):
     category: str
     count: int
 
 
-class BrowseOut(BaseModel):
+class BrowseOut(ValueOut):
     entries: list[EntryOut]
     taxonomy: list[CategoryCountOut]
     category: str | None
-
-
-def _version_out(v: EntryVersion) -> VersionOut:
-    return VersionOut(
-        entry_id=v.entry_id,
-        version=v.version,
-        change=v.change.value,
-        recorded_at=v.recorded_at,
-        content=v.content,
-        category=v.category,
-        tags=list(v.tags),
-        importance=v.importance,
-        metadata=v.metadata,
-        archived=v.archived,
-    )
-
-
-def _save_out(saved: SaveResult) -> SaveOut:
-    found = saved.contradiction
-    contradicts = None if found is None else ContradictionOut(**contradiction_data(found))
-    return SaveOut(
-        outcome=saved.outcome, entry=entry_out(saved.entry), notes=list(saved.notes), contradicts=contradicts
-    )
 
 
 def _batch_item_out(position: int, result: SaveResult | SaveRejection) -> BatchItemOut:
@@ -208,23 +194,7 @@ def _batch_item_out(position: int, result: SaveResult | SaveRejection) -> BatchI
         return BatchItemOut(
             position=position, outcome=result.outcome, entry=None, notes=[], error=result.error, field=result.field
         )
-    out = _save_out(result)
-    return BatchItemOut(
-        position=position, outcome=out.outcome, entry=out.entry, notes=out.notes, contradicts=out.contradicts
-    )
-
-
-def _search_out(results: SearchResults) -> SearchOut:
-    hits = [
-        HitOut(
-            entry=entry_out(h.entry),
-            score=h.score,
-            matched_by=h.matched_by,
-            evidence=None if h.evidence is None else EvidenceOut.model_validate(h.evidence, from_attributes=True),
-        )
-        for h in results
-    ]
-    return SearchOut(mode=results.mode, notes=list(results.notes), hits=hits)
+    return BatchItemOut(position=position, **dict(SaveOut.model_validate(result)))
 
 
 @router.post("/entries", response_model=SaveOut, summary="Save a fact")
@@ -248,7 +218,7 @@ def save_entry(
         dedup=body.dedup,
         observed_at=body.observed_at,
     )
-    return _save_out(saved)
+    return SaveOut.model_validate(saved)
 
 
 @router.post("/entries/batch", response_model=BatchOut, summary="Save many facts")
@@ -285,11 +255,7 @@ def browse_entries(
     """The query-less look: the most recently reinforced live entries, then the scope's whole category
     taxonomy (which ignores the category filter, so an empty result still shows what exists)."""
     found = rv.memory.browse(category=category, limit=limit, scope=scope_of(agent, user_id, session_id))
-    return BrowseOut(
-        entries=[entry_out(e) for e in found.entries],
-        taxonomy=[CategoryCountOut(category=c.category, count=c.count) for c in found.taxonomy],
-        category=found.category,
-    )
+    return BrowseOut.model_validate(found)
 
 
 @router.get("/search", response_model=SearchOut, summary="Search")
@@ -321,7 +287,8 @@ def search_entries(
         pin_first=pin_first,
         include_superseded=include_superseded,
     )
-    return _search_out(results)
+    # SearchResults is the list of hits itself (with mode and notes): each hit is read as a HitOut.
+    return SearchOut(mode=results.mode, notes=list(results.notes), hits=list(results))
 
 
 @router.get("/entries/{entry_id}", response_model=EntryOut, responses=NOT_FOUND, summary="Read one entry")
@@ -329,7 +296,7 @@ def get_entry(
     rv: Engine, agent: ReadAgent, entry_id: EntryId, user_id: UserQuery = None, session_id: SessionQuery = None
 ) -> EntryOut:
     """The entry, archived or not."""
-    return entry_out(rv.memory.get(entry_id, scope=scope_of(agent, user_id, session_id)))
+    return EntryOut.model_validate(rv.memory.get(entry_id, scope=scope_of(agent, user_id, session_id)))
 
 
 @router.patch("/entries/{entry_id}", response_model=EntryOut, responses=NOT_FOUND, summary="Edit an entry")
@@ -344,7 +311,7 @@ def edit_entry(
     """Rewrite the text, category or tags (fields left out stay); the old text stays in the history."""
     scope = scope_of(agent, user_id, session_id)
     changed = rv.memory.edit(entry_id, content=body.content, category=body.category, tags=body.tags, scope=scope)
-    return entry_out(changed)
+    return EntryOut.model_validate(changed)
 
 
 @router.delete("/entries/{entry_id}", response_model=EntryOut, responses=NOT_FOUND, summary="Delete (archive)")
@@ -353,7 +320,7 @@ def delete_entry(
 ) -> EntryOut:
     """Delete **archives**: the entry leaves search and browse, stays readable by id, and can be restored
     until the purge pass (which never removes a high-value entry). Returns the archived entry."""
-    return entry_out(rv.memory.archive(entry_id, scope=scope_of(agent, user_id, session_id)))
+    return EntryOut.model_validate(rv.memory.archive(entry_id, scope=scope_of(agent, user_id, session_id)))
 
 
 @router.post("/entries/{entry_id}/restore", response_model=EntryOut, responses=NOT_FOUND, summary="Restore")
@@ -361,7 +328,7 @@ def restore_entry(
     rv: Engine, agent: WriteAgent, entry_id: EntryId, user_id: UserQuery = None, session_id: SessionQuery = None
 ) -> EntryOut:
     """Bring an archived entry back into search (a live entry is returned as it is)."""
-    return entry_out(rv.memory.restore(entry_id, scope=scope_of(agent, user_id, session_id)))
+    return EntryOut.model_validate(rv.memory.restore(entry_id, scope=scope_of(agent, user_id, session_id)))
 
 
 @router.put("/entries/{entry_id}/importance", response_model=EntryOut, responses=NOT_FOUND, summary="Re-score")
@@ -375,7 +342,7 @@ def set_importance(
 ) -> EntryOut:
     """Set the entry's importance (0 to 1); its text and ``updated_at`` are left alone."""
     scope = scope_of(agent, user_id, session_id)
-    return entry_out(rv.memory.set_importance(entry_id, body.importance, scope=scope))
+    return EntryOut.model_validate(rv.memory.set_importance(entry_id, body.importance, scope=scope))
 
 
 @router.get("/entries/{entry_id}/history", response_model=list[VersionOut], responses=NOT_FOUND, summary="Versions")
@@ -383,7 +350,9 @@ def entry_history(
     rv: Engine, agent: ReadAgent, entry_id: EntryId, user_id: UserQuery = None, session_id: SessionQuery = None
 ) -> list[VersionOut]:
     """Every version of the entry, oldest first."""
-    return [_version_out(v) for v in rv.memory.history(entry_id, scope=scope_of(agent, user_id, session_id))]
+    return [
+        VersionOut.model_validate(v) for v in rv.memory.history(entry_id, scope=scope_of(agent, user_id, session_id))
+    ]
 
 
 @router.post(
@@ -402,4 +371,4 @@ def restore_version(
 ) -> EntryOut:
     """Make version ``version``'s text, category and tags current again (recorded as a new version)."""
     scope = scope_of(agent, user_id, session_id)
-    return entry_out(rv.memory.restore_version(entry_id, version, scope=scope))
+    return EntryOut.model_validate(rv.memory.restore_version(entry_id, version, scope=scope))

@@ -20,7 +20,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from reverie.api.attribution import AgentRoute
-from reverie.api.auth import READ, STATE_KEY, Engine, ReadAgent, WriteAgent
+from reverie.api.auth import STATE_KEY, Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND, Forbidden
 from reverie.api.schemas import (
     EntryOut,
@@ -29,16 +29,15 @@ from reverie.api.schemas import (
     RequestModel,
     SessionQuery,
     UserQuery,
+    ValueOut,
     Whole,
-    entry_out,
     scope_of,
 )
 from reverie.core.proactive import MAX_MEMORY_CHARS, kind_of
 from reverie.core.validate import MAX_ID_CHARS, MAX_QUERY_CHARS
 from reverie.errors import ValidationError
-from reverie.keys.service import ADMIN
-from reverie.proactive.service import MAX_LIST, MAX_MESSAGE_CHARS, MemorizeResult
-from reverie.proactive.upkeep import ConsolidationReport, SweepReport
+from reverie.keys.service import ADMIN, MEMORY_READ
+from reverie.proactive.service import MAX_LIST, MAX_MESSAGE_CHARS
 from reverie.types import ApiKey, SearchResults
 
 router = APIRouter(
@@ -73,11 +72,11 @@ class MemorizeIn(RequestModel):
     )
 
 
-class RememberedOut(BaseModel):
+class RememberedOut(ValueOut):
     id: str
     content: str
     category: str
-    scope: str = Field(description="user, agent or session")
+    scope: str = Field(validation_alias="kind", description="user, agent or session")
     outcome: str = Field(description="created, reinforced, extended or superseded (the save pipeline's deduplication)")
     confidence: float
     kv: bool = Field(description="copied to the agent's key-value memory as memory:{id} (agent-wide only)")
@@ -85,13 +84,13 @@ class RememberedOut(BaseModel):
     entry: EntryOut
 
 
-class MergeOut(BaseModel):
+class MergeOut(ValueOut):
     keep: str
     archived: list[str]
     rungs: list[str] = Field(description="per archived entry: substring, cosine or jaccard")
 
 
-class ConsolidationOut(BaseModel):
+class ConsolidationOut(ValueOut):
     agent_id: str
     user_id: str | None
     full: bool
@@ -99,7 +98,7 @@ class ConsolidationOut(BaseModel):
     merges: list[MergeOut]
 
 
-class MemorizeOut(BaseModel):
+class MemorizeOut(ValueOut):
     method: str = Field(description="llm, rules or given")
     saved: list[RememberedOut]
     dropped: int = Field(description="proposed memories refused (unknown category, bad shape)")
@@ -133,7 +132,7 @@ class ConsolidateIn(RequestModel):
     full: Flag = Field(True, description="scan the whole history (false: the most recent consolidate_window)")
 
 
-class SweepOut(BaseModel):
+class SweepOut(ValueOut):
     agent_id: str
     ran: bool
     examined: int
@@ -141,48 +140,10 @@ class SweepOut(BaseModel):
     copies_removed: int
 
 
-def _consolidation_out(report: ConsolidationReport) -> ConsolidationOut:
-    return ConsolidationOut(
-        agent_id=report.agent_id,
-        user_id=report.user_id,
-        full=report.full,
-        examined=report.examined,
-        merges=[MergeOut(keep=m.keep, archived=list(m.archived), rungs=list(m.rungs)) for m in report.merges],
-    )
-
-
-def _memorize_out(result: MemorizeResult) -> MemorizeOut:
-    saved = [
-        RememberedOut(
-            id=r.id,
-            content=r.content,
-            category=r.category,
-            scope=r.kind,
-            outcome=r.outcome,
-            confidence=r.confidence,
-            kv=r.kv,
-            graph=r.graph,
-            entry=entry_out(r.entry),
-        )
-        for r in result.saved
-    ]
-    consolidation = None if result.consolidation is None else _consolidation_out(result.consolidation)
-    return MemorizeOut(
-        method=result.method,
-        saved=saved,
-        dropped=result.dropped,
-        error=result.error,
-        evicted=list(result.evicted),
-        consolidation=consolidation,
-    )
-
-
 def _retrieve_out(results: SearchResults) -> RetrieveOut:
     return RetrieveOut(
         hits=[
-            ProactiveHitOut(
-                entry=entry_out(h.entry), score=h.score, matched_by=h.matched_by, scope=kind_of(h.entry.metadata)
-            )
+            ProactiveHitOut(entry=h.entry, score=h.score, matched_by=h.matched_by, scope=kind_of(h.entry.metadata))
             for h in results
         ]
     )
@@ -200,9 +161,11 @@ def memorize(
         raise ValidationError("give either user_message or memories", field="user_message")
     if body.memories is not None:
         given = [m.model_dump() for m in body.memories]
-        return _memorize_out(rv.proactive.remember(given, scope=scope))
+        return MemorizeOut.model_validate(rv.proactive.remember(given, scope=scope))
     assert body.user_message is not None
-    return _memorize_out(rv.proactive.auto_memorize(body.user_message, body.assistant_message, scope=scope))
+    return MemorizeOut.model_validate(
+        rv.proactive.auto_memorize(body.user_message, body.assistant_message, scope=scope)
+    )
 
 
 @router.post("/retrieve", response_model=RetrieveOut, summary="Retrieve proactive memories for a message")
@@ -230,7 +193,7 @@ def list_proactive(
     ``user_id`` is given (and ``include_user``)."""
     scope = scope_of(agent, user_id, session_id)
     found = rv.proactive.list(scope=scope, category=category, limit=limit, include_user=include_user)
-    return EntriesOut(entries=[entry_out(e) for e in found])
+    return EntriesOut(entries=list(found))
 
 
 @router.delete(
@@ -241,34 +204,27 @@ def forget_proactive(
 ) -> EntryOut:
     """Archive a proactive memory the scope sees (a user-level one when ``user_id`` is its user) and mark its
     key-value copy deleted. 404 for any other id."""
-    return entry_out(rv.proactive.forget(entry_id, scope=scope_of(agent, user_id, session_id)))
+    return EntryOut.model_validate(rv.proactive.forget(entry_id, scope=scope_of(agent, user_id, session_id)))
 
 
 @router.post("/proactive/sweep", response_model=SweepOut, summary="Run the confidence decay sweep")
 def sweep_proactive(rv: Engine, agent: WriteAgent) -> SweepOut:
     """Recompute the decayed confidence of the agent's proactive memories now (auto_retrieve does it at most
     once per ``decay_sweep_minutes``)."""
-    report: SweepReport = rv.proactive.sweep(agent)
-    return SweepOut(
-        agent_id=report.agent_id,
-        ran=report.ran,
-        examined=report.examined,
-        decayed=list(report.decayed),
-        copies_removed=report.copies_removed,
-    )
+    return SweepOut.model_validate(rv.proactive.sweep(agent))
 
 
 @router.post("/consolidate", response_model=ConsolidationOut, summary="Consolidate proactive memories")
 def consolidate(rv: Engine, agent: WriteAgent, body: ConsolidateIn, user_id: UserQuery = None) -> ConsolidationOut:
     """Merge duplicate proactive memories of the agent (and of ``user_id``'s user-level memory): each cluster
     keeps its newest member, the others are archived as superseded by it. The whole history by default."""
-    return _consolidation_out(rv.proactive.consolidate(agent, user_id=user_id, full=body.full))
+    return ConsolidationOut.model_validate(rv.proactive.consolidate(agent, user_id=user_id, full=body.full))
 
 
 async def user_read_access(request: Request, user_id: UserPath) -> str:
     """The path's user, once the caller holds a live key that may read memory (or the API runs without keys)."""
     key = request.scope.get("state", {}).get(STATE_KEY)
-    if isinstance(key, ApiKey) and (key.revoked_at is not None or not {READ, ADMIN} & set(key.scopes)):
+    if isinstance(key, ApiKey) and (key.revoked_at is not None or not {MEMORY_READ, ADMIN} & set(key.scopes)):
         raise Forbidden("this key may not read memory")
     return user_id
 
@@ -281,4 +237,4 @@ def user_memories(rv: Engine, user: UserReader, category: Category = None, limit
     """The user's live user-level memories (proactive memory's user_memory, shared by every agent serving the
     user), newest first."""
     found = rv.proactive.user_memories(user, category=category, limit=limit)
-    return EntriesOut(entries=[entry_out(e) for e in found])
+    return EntriesOut(entries=list(found))

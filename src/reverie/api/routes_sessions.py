@@ -15,11 +15,7 @@ from pydantic import BaseModel, Field
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, CONFLICT, NOT_FOUND
-from reverie.api.schemas import SESSION_ID_PATTERN, Deleted, Flag, RequestModel, UserQuery, Whole
-from reverie.context.builder import BuiltContext
-from reverie.conversation.compaction import CompactionResult, CompactionStatus
-from reverie.conversation.service import SessionInfo
-from reverie.types import SessionRecord, TurnRecord
+from reverie.api.schemas import SESSION_ID_PATTERN, Deleted, Flag, RequestModel, UserQuery, ValueOut, Whole
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}", tags=["sessions"], responses=COMMON_ERRORS, route_class=AgentRoute
@@ -32,7 +28,7 @@ class SessionIn(RequestModel):
     name: str | None = None
 
 
-class SessionOut(BaseModel):
+class SessionOut(ValueOut):
     agent_id: str
     session_id: str
     name: str | None
@@ -44,7 +40,7 @@ class SessionOut(BaseModel):
     metadata: dict[str, Any]
 
 
-class SessionInfoOut(BaseModel):
+class SessionInfoOut(ValueOut):
     session: SessionOut
     retained: int
     archived: int
@@ -65,7 +61,7 @@ class TurnIn(RequestModel):
     create: Flag = Field(False, description="create the session when it does not exist")
 
 
-class TurnOut(BaseModel):
+class TurnOut(ValueOut):
     agent_id: str
     session_id: str
     index: int
@@ -85,7 +81,7 @@ class ExportOut(BaseModel):
     turns: list[TurnOut]
 
 
-class CompactionOut(BaseModel):
+class CompactionOut(ValueOut):
     session_id: str
     compacted: bool
     method: str | None
@@ -96,7 +92,7 @@ class CompactionOut(BaseModel):
     reason: str | None
 
 
-class CompactionStatusOut(BaseModel):
+class CompactionStatusOut(ValueOut):
     session_id: str
     live_messages: int
     uncovered: int
@@ -116,13 +112,13 @@ class ContextIn(RequestModel):
     user_id: str | None = Field(None, description="recall this user's entries too")
 
 
-class SectionOut(BaseModel):
+class SectionOut(ValueOut):
     name: str
     messages: list[dict[str, Any]]
     tokens: int
 
 
-class ContextOut(BaseModel):
+class ContextOut(ValueOut):
     messages: list[dict[str, Any]] = Field(description="OpenAI chat messages, in order")
     sections: list[SectionOut]
     tokens: int
@@ -131,103 +127,22 @@ class ContextOut(BaseModel):
     over_budget: bool
 
 
-def _session_out(s: SessionRecord) -> SessionOut:
-    return SessionOut(
-        agent_id=s.agent_id,
-        session_id=s.session_id,
-        name=s.name,
-        created_at=s.created_at,
-        last_active_at=s.last_active_at,
-        started_at=s.started_at,
-        summary=s.summary,
-        compacted_through=s.compacted_through,
-        metadata=s.metadata,
-    )
-
-
-def _turn_out(t: TurnRecord) -> TurnOut:
-    return TurnOut(
-        agent_id=t.agent_id,
-        session_id=t.session_id,
-        index=t.index,
-        role=t.role,
-        content=t.content,
-        at=t.at,
-        name=t.name,
-        tool_call_id=t.tool_call_id,
-        tool_calls=t.tool_calls,
-        archived=t.archived,
-    )
-
-
-def _info_out(info: SessionInfo) -> SessionInfoOut:
-    return SessionInfoOut(
-        session=_session_out(info.session),
-        retained=info.retained,
-        archived=info.archived,
-        live=info.live,
-        expired=info.expired,
-        expires_at=info.expires_at,
-        uncovered=info.uncovered,
-        needs_compaction=info.needs_compaction,
-        summary_method=info.summary_method,
-    )
-
-
-def _compaction_out(r: CompactionResult) -> CompactionOut:
-    return CompactionOut(
-        session_id=r.session_id,
-        compacted=r.compacted,
-        method=r.method,
-        compacted_through=r.compacted_through,
-        turns_summarised=r.turns_summarised,
-        summary=r.summary,
-        fallback=r.fallback,
-        reason=r.reason,
-    )
-
-
-def _status_out(s: CompactionStatus) -> CompactionStatusOut:
-    return CompactionStatusOut(
-        session_id=s.session_id,
-        live_messages=s.live_messages,
-        uncovered=s.uncovered,
-        threshold=s.threshold,
-        keep_recent=s.keep_recent,
-        compacted_through=s.compacted_through,
-        needs_compaction=s.needs_compaction,
-        summary_method=s.summary_method,
-        expired=s.expired,
-    )
-
-
-def _context_out(built: BuiltContext) -> ContextOut:
-    return ContextOut(
-        messages=built.messages,
-        sections=[SectionOut(name=s.name, messages=list(s.messages), tokens=s.tokens) for s in built.sections],
-        tokens=built.tokens,
-        injected=list(built.injected),
-        trimmed=list(built.trimmed),
-        over_budget=built.over_budget,
-    )
-
-
 @router.post("/sessions", status_code=201, response_model=SessionOut, responses=CONFLICT, summary="Create a session")
 def create_session(rv: Engine, agent: WriteAgent, body: SessionIn) -> SessionOut:
     """A new session (a random id unless ``session_id``); 409 when the id is taken."""
-    return _session_out(rv.conversation.create(body.session_id, name=body.name, agent_id=agent))
+    return SessionOut.model_validate(rv.conversation.create(body.session_id, name=body.name, agent_id=agent))
 
 
 @router.get("/sessions", response_model=list[SessionOut], summary="List sessions")
 def list_sessions(rv: Engine, agent: ReadAgent) -> list[SessionOut]:
     """The agent's sessions, most recently active first (deleted ones hidden)."""
-    return [_session_out(s) for s in rv.conversation.list(agent)]
+    return [SessionOut.model_validate(s) for s in rv.conversation.list(agent)]
 
 
 @router.get("/sessions/{session_id}", response_model=SessionInfoOut, responses=NOT_FOUND, summary="Session info")
 def session_info(rv: Engine, agent: ReadAgent, session_id: SessionId) -> SessionInfoOut:
     """The session with its turn counts, expiry and compaction state."""
-    return _info_out(rv.conversation.info(session_id, agent_id=agent))
+    return SessionInfoOut.model_validate(rv.conversation.info(session_id, agent_id=agent))
 
 
 @router.delete("/sessions/{session_id}", response_model=Deleted, responses=NOT_FOUND, summary="Delete a session")
@@ -245,9 +160,9 @@ def export_session(rv: Engine, agent: ReadAgent, session_id: SessionId) -> Expor
     turns = rv.conversation.live(session_id, agent_id=agent)
     return ExportOut(
         format="reverie.session/1",
-        session=_session_out(session),
+        session=session,
         expired=rv.conversation.expired(session_id, agent_id=agent),
-        turns=[_turn_out(t) for t in turns],
+        turns=list(turns),
     )
 
 
@@ -273,7 +188,7 @@ def add_turn(rv: Engine, agent: WriteAgent, session_id: SessionId, body: TurnIn,
         agent_id=agent,
         user_id=user_id,
     )
-    return _turn_out(turn)
+    return TurnOut.model_validate(turn)
 
 
 @router.post("/sessions/{session_id}/compact", response_model=CompactionOut, responses=NOT_FOUND, summary="Compact")
@@ -285,13 +200,13 @@ def compact_session(
 ) -> CompactionOut:
     """Summarise the older turns, keeping the most recent verbatim: with the LLM when one is configured,
     else extractively (``fallback`` when the LLM failed)."""
-    return _compaction_out(rv.conversation.compact(session_id, force=force, agent_id=agent))
+    return CompactionOut.model_validate(rv.conversation.compact(session_id, force=force, agent_id=agent))
 
 
 @router.get("/compaction-status", response_model=list[CompactionStatusOut], summary="Compaction status")
 def compaction_status(rv: Engine, agent: ReadAgent) -> list[CompactionStatusOut]:
     """Per session: live messages, how many the summary does not cover, and whether it needs compaction."""
-    return [_status_out(s) for s in rv.conversation.compaction_status(agent)]
+    return [CompactionStatusOut.model_validate(s) for s in rv.conversation.compaction_status(agent)]
 
 
 @router.post(
@@ -310,4 +225,4 @@ def build_context(rv: Engine, agent: ReadAgent, session_id: SessionId, body: Con
         namespace=body.namespace,
         budget_tokens=body.budget_tokens,
     )
-    return _context_out(built)
+    return ContextOut.model_validate(built)

@@ -15,12 +15,12 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND, ErrorBody
-from reverie.api.schemas import RequestModel, Whole
+from reverie.api.schemas import RequestModel, ValueOut, Whole
 from reverie.skills import SkillSaved
 from reverie.skills.inputs import (
     MAX_COMMENT_CHARS,
@@ -31,7 +31,6 @@ from reverie.skills.inputs import (
     MAX_SUMMARY_CHARS,
 )
 from reverie.storage.skills import FEEDBACK_KINDS, RATINGS
-from reverie.types import Feedback, Skill, SkillUsage, SkillVersion
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}",
@@ -49,7 +48,7 @@ VERSION_CONFLICT: dict[int | str, dict[str, Any]] = {
 Days = Annotated[float | None, Query(gt=0, le=36_525, description="look back this many days (default: 30)")]
 
 
-class SkillOut(BaseModel):
+class SkillOut(ValueOut):
     """A skill (see docs/concepts.md). ``archived``: hidden from listings and search, restorable."""
 
     agent_id: str
@@ -64,24 +63,9 @@ class SkillOut(BaseModel):
     archived: bool
     archived_at: datetime | None
     metadata: dict[str, Any]
-    embedding_model: str | None = Field(description="the model its vector was made by; null: no vector yet")
-
-
-def skill_out(skill: Skill) -> SkillOut:
-    return SkillOut(
-        agent_id=skill.agent_id,
-        name=skill.name,
-        summary=skill.summary,
-        content=skill.content,
-        see_also=list(skill.see_also),
-        version=skill.version,
-        created_at=skill.created_at,
-        updated_at=skill.updated_at,
-        last_used_at=skill.last_used_at,
-        archived=skill.archived,
-        archived_at=skill.archived_at,
-        metadata=skill.metadata,
-        embedding_model=skill.vector_model,
+    embedding_model: str | None = Field(
+        validation_alias=AliasChoices("embedding_model", "vector_model"),
+        description="the model its vector was made by; null: no vector yet",
     )
 
 
@@ -97,28 +81,28 @@ class SkillIn(RequestModel):
     )
 
 
-class SkillSavedOut(BaseModel):
+class SkillSavedOut(ValueOut):
     outcome: str = Field(description="created, updated or unchanged")
     skill: SkillOut
 
 
-class SkillListOut(BaseModel):
+class SkillListOut(ValueOut):
     skills: list[SkillOut] = Field(description="in name order")
 
 
-class SkillHitOut(BaseModel):
+class SkillHitOut(ValueOut):
     skill: SkillOut
     score: float = Field(description="fused relevance in [0, 1]")
     matched_by: str = Field(description="bm25, vector or bm25+vector")
 
 
-class SkillSearchOut(BaseModel):
+class SkillSearchOut(ValueOut):
     mode: str = Field(description="hybrid, or bm25 when no vector signal was available")
     notes: list[str]
     hits: list[SkillHitOut] = Field(description="best first")
 
 
-class SkillVersionOut(BaseModel):
+class SkillVersionOut(ValueOut):
     version: int
     change: str
     recorded_at: datetime
@@ -140,13 +124,13 @@ class UsageIn(RequestModel):
     names: list[str] = Field(min_length=1, max_length=MAX_REFERENCES, description="live skill names")
 
 
-class UsageRowOut(BaseModel):
+class UsageRowOut(ValueOut):
     session_id: str
     name: str
     used_at: datetime
 
 
-class CoUsageOut(BaseModel):
+class CoUsageOut(ValueOut):
     first: str
     second: str
     sessions: int = Field(description="sessions that used both")
@@ -163,10 +147,6 @@ class UsageRecordedOut(BaseModel):
     recorded: list[UsageRowOut]
 
 
-def _row(row: SkillUsage) -> UsageRowOut:
-    return UsageRowOut(session_id=row.session_id, name=row.name, used_at=row.used_at)
-
-
 # -- the collection -----------------------------------------------------------------------------------------
 @router.get("/skills", response_model=SkillListOut, summary="List skills")
 def list_skills(
@@ -178,7 +158,7 @@ def list_skills(
 ) -> SkillListOut:
     """The agent's skills named ``prefix`` or under ``prefix/`` (all for an empty prefix), in name order."""
     skills = rv.skills.list(agent, prefix, include_archived=include_archived, limit=limit)
-    return SkillListOut(skills=[skill_out(s) for s in skills])
+    return SkillListOut(skills=list(skills))
 
 
 @router.get("/skills:search", response_model=SkillSearchOut, summary="Search skills")
@@ -190,9 +170,7 @@ def search_skills(
     prefix: Annotated[str, Query(max_length=MAX_NAME_CHARS + 1, description="only under this name")] = "",
 ) -> SkillSearchOut:
     """Hybrid search (BM25 over name, summary and content, fused with vector similarity) over live skills."""
-    found = rv.skills.search(agent, query, limit=limit, prefix=prefix)
-    hits = [SkillHitOut(skill=skill_out(h.skill), score=h.score, matched_by=h.matched_by) for h in found.hits]
-    return SkillSearchOut(mode=found.mode, notes=list(found.notes), hits=hits)
+    return SkillSearchOut.model_validate(rv.skills.search(agent, query, limit=limit, prefix=prefix))
 
 
 @router.post("/skills:usage", response_model=UsageRecordedOut, responses=NOT_FOUND, summary="Record skill usage")
@@ -200,7 +178,7 @@ def record_usage(rv: Engine, agent: WriteAgent, body: UsageIn) -> UsageRecordedO
     """Log that a session used these live skills (and move their ``last_used_at``); 404 when one is not a
     live skill of the agent, and then nothing is recorded."""
     rows = rv.skills.record_usage(agent, body.session_id, body.names)
-    return UsageRecordedOut(recorded=[_row(r) for r in rows])
+    return UsageRecordedOut(recorded=list(rows))
 
 
 @router.get("/skills:usage", response_model=UsageOut, summary="Skill usage, co-usage and prefix clusters")
@@ -213,15 +191,11 @@ def usage(
 ) -> UsageOut:
     """What the dream's skill consolidation reads: uses per live skill and the most co-used pairs in the
     window (``skills.usage_window_days``, or ``days``), the prefix clusters, and the recent usage rows."""
-    pairs = [
-        CoUsageOut(first=p.first, second=p.second, sessions=p.sessions) for p in rv.skills.co_usage(agent, days=days)
-    ]
-    recent = rv.skills.usage(agent, session_id=session_id, days=days, limit=limit)
     return UsageOut(
         counts=rv.skills.usage_counts(agent, days=days),
-        co_usage=pairs,
+        co_usage=list(rv.skills.co_usage(agent, days=days)),
         prefix_clusters=rv.skills.prefix_clusters(agent),
-        recent=[_row(r) for r in recent],
+        recent=list(rv.skills.usage(agent, session_id=session_id, days=days, limit=limit)),
     )
 
 
@@ -231,7 +205,7 @@ def usage(
 )
 def skill_history(rv: Engine, agent: ReadAgent, name: Name) -> list[SkillVersionOut]:
     """Every version of the skill, oldest first."""
-    return [_version_out(v) for v in rv.skills.history(agent, name)]
+    return [SkillVersionOut.model_validate(v) for v in rv.skills.history(agent, name)]
 
 
 @router.post(
@@ -242,13 +216,13 @@ def skill_history(rv: Engine, agent: ReadAgent, name: Name) -> list[SkillVersion
 )
 def restore_skill(rv: Engine, agent: WriteAgent, name: Name, body: RestoreIn | None = None) -> SkillOut:
     """Without a version: bring an archived skill back. With one: make that version's text current again."""
-    return skill_out(rv.skills.restore(agent, name, None if body is None else body.version))
+    return SkillOut.model_validate(rv.skills.restore(agent, name, None if body is None else body.version))
 
 
 @router.get("/skills/{name:path}", response_model=SkillOut, responses=NOT_FOUND, summary="Read a skill")
 def get_skill(rv: Engine, agent: ReadAgent, name: Name) -> SkillOut:
     """The skill, archived or not (404 when the agent has no skill of that name)."""
-    return skill_out(rv.skills.get(agent, name))
+    return SkillOut.model_validate(rv.skills.get(agent, name))
 
 
 @router.put("/skills/{name:path}", response_model=SkillSavedOut, responses=VERSION_CONFLICT, summary="Save a skill")
@@ -264,26 +238,13 @@ def save_skill(rv: Engine, agent: WriteAgent, name: Name, body: SkillIn) -> Skil
         metadata=body.metadata,
         expected_version=body.expected_version,
     )
-    return SkillSavedOut(outcome=saved.outcome, skill=skill_out(saved.skill))
+    return SkillSavedOut.model_validate(saved)
 
 
 @router.delete("/skills/{name:path}", response_model=SkillOut, responses=NOT_FOUND, summary="Archive a skill")
 def archive_skill(rv: Engine, agent: WriteAgent, name: Name) -> SkillOut:
     """Archive the skill: hidden from listings and search, restorable until the archive purge."""
-    return skill_out(rv.skills.archive(agent, name))
-
-
-def _version_out(v: SkillVersion) -> SkillVersionOut:
-    return SkillVersionOut(
-        version=v.version,
-        change=v.change,
-        recorded_at=v.recorded_at,
-        summary=v.summary,
-        content=v.content,
-        see_also=list(v.see_also),
-        metadata=v.metadata,
-        archived=v.archived,
-    )
+    return SkillOut.model_validate(rv.skills.archive(agent, name))
 
 
 # -- feedback -----------------------------------------------------------------------------------------------
@@ -300,8 +261,8 @@ class FeedbackIn(RequestModel):
     skill_names: list[str] = Field(default_factory=list, max_length=MAX_REFERENCES, description="skills")
 
 
-class FeedbackOut(BaseModel):
-    id: str
+class FeedbackOut(ValueOut):
+    id: str = Field(validation_alias=AliasChoices("id", "feedback_id"))
     agent_id: str
     session_id: str
     kind: str
@@ -310,20 +271,6 @@ class FeedbackOut(BaseModel):
     entry_ids: list[str]
     skill_names: list[str]
     created_at: datetime
-
-
-def feedback_out(signal: Feedback) -> FeedbackOut:
-    return FeedbackOut(
-        id=signal.feedback_id,
-        agent_id=signal.agent_id,
-        session_id=signal.session_id,
-        kind=signal.kind,
-        rating=signal.rating,
-        comment=signal.comment,
-        entry_ids=list(signal.entry_ids),
-        skill_names=list(signal.skill_names),
-        created_at=signal.created_at,
-    )
 
 
 @router.post("/feedback", status_code=201, response_model=FeedbackOut, responses=NOT_FOUND, summary="Record feedback")
@@ -339,7 +286,7 @@ def record_feedback(rv: Engine, agent: WriteAgent, body: FeedbackIn) -> Feedback
         entry_ids=body.entry_ids,
         skill_names=body.skill_names,
     )
-    return feedback_out(signal)
+    return FeedbackOut.model_validate(signal)
 
 
 @router.get("/feedback", response_model=list[FeedbackOut], summary="List feedback")
@@ -353,7 +300,7 @@ def list_feedback(
 ) -> list[FeedbackOut]:
     """The agent's signals, newest first."""
     found = rv.feedback.list(agent, days=days, kinds=kind, session_id=session_id, limit=limit)
-    return [feedback_out(f) for f in found]
+    return [FeedbackOut.model_validate(f) for f in found]
 
 
 @router.get("/feedback/{feedback_id}", response_model=FeedbackOut, responses=NOT_FOUND, summary="Read feedback")
@@ -362,4 +309,4 @@ def get_feedback(
     agent: ReadAgent,
     feedback_id: Annotated[str, Path(min_length=1, max_length=200, description="the signal's id")],
 ) -> FeedbackOut:
-    return feedback_out(rv.feedback.get(agent, feedback_id))
+    return FeedbackOut.model_validate(rv.feedback.get(agent, feedback_id))

@@ -11,21 +11,21 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import ReadAgent, tool_permitted
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND, Forbidden
-from reverie.api.schemas import Flag, RequestModel
+from reverie.api.schemas import Flag, RequestModel, ValueOut
 from reverie.errors import NotFound
-from reverie.tools import ToolContext, ToolRegistry, ToolResult, ToolSpec
+from reverie.tools import ToolContext, ToolRegistry
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}/tools", tags=["tools"], responses=COMMON_ERRORS, route_class=AgentRoute
 )
 
 
-class ToolSpecOut(BaseModel):
+class ToolSpecOut(ValueOut):
     name: str
     description: str
     input_schema: dict[str, Any] = Field(description="JSON Schema (Draft 2020-12) of the arguments")
@@ -40,7 +40,7 @@ class ToolCallIn(RequestModel):
     background: Flag = Field(False, description="a subagent or worker")
 
 
-class ToolResultOut(BaseModel):
+class ToolResultOut(ValueOut):
     text: str = Field(description="for the model")
     data: dict[str, Any] = Field(description="plain JSON for programs; data.error on a refusal")
     is_error: bool
@@ -51,18 +51,10 @@ def _registry(request: Request) -> ToolRegistry:
     return registry
 
 
-def _spec_out(spec: ToolSpec) -> ToolSpecOut:
-    return ToolSpecOut(name=spec.name, description=spec.description, input_schema=spec.input_schema, scope=spec.scope)
-
-
-def _result_out(result: ToolResult) -> ToolResultOut:
-    return ToolResultOut(text=result.text, data=result.data, is_error=result.is_error)
-
-
 @router.get("", response_model=list[ToolSpecOut], summary="List the tools")
 def list_tools(request: Request, agent: ReadAgent) -> list[ToolSpecOut]:
     """The tools the agent may call, each with the scope a key needs for it."""
-    return [_spec_out(s) for s in _registry(request).specs(agent)]
+    return [ToolSpecOut.model_validate(s) for s in _registry(request).specs(agent)]
 
 
 @router.post("/{name}", response_model=ToolResultOut, responses=NOT_FOUND, summary="Call a tool")
@@ -83,4 +75,4 @@ def call_tool(
         namespace=body.namespace,
         background=body.background,
     )
-    return _result_out(registry.call(spec.name, body.arguments, context))
+    return ToolResultOut.model_validate(registry.call(spec.name, body.arguments, context))

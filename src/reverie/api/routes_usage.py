@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from reverie.api.auth import Engine, admin_access
 from reverie.api.errors import COMMON_ERRORS
+from reverie.api.schemas import ValueOut, fields_of
 from reverie.errors import ValidationError
 from reverie.types import UsageSummary
 from reverie.usage import report as usage_report
@@ -28,7 +29,7 @@ To = Annotated[str | None, Query(alias="to", description="ISO 8601 date (inclusi
 Agent = Annotated[str | None, Query(alias="agent", description="only this agent")]
 
 
-class ModelUsageOut(BaseModel):
+class ModelUsageOut(ValueOut):
     provider: str
     model: str
     calls: int
@@ -82,33 +83,11 @@ def _agents(summaries: list[UsageSummary]) -> list[AgentUsageOut]:
     by_agent: dict[str, list[UsageSummary]] = defaultdict(list)
     for s in summaries:
         by_agent[s.agent_id].append(s)
-    out = []
-    for agent_id, rows in sorted(by_agent.items()):
-        total = usage_report.total(rows)
-        models = [
-            ModelUsageOut(
-                provider=r.provider,
-                model=r.model,
-                calls=r.calls,
-                failed=r.failed,
-                prompt_tokens=r.prompt_tokens,
-                completion_tokens=r.completion_tokens,
-                cost=r.cost,
-            )
-            for r in rows
-        ]
-        out.append(
-            AgentUsageOut(
-                agent_id=agent_id,
-                calls=total.calls,
-                failed=total.failed,
-                prompt_tokens=total.prompt_tokens,
-                completion_tokens=total.completion_tokens,
-                cost=total.cost,
-                models=models,
-            )
-        )
-    return out
+    # An agent's row is its models' total (a UsageSummary) under the agent's id, with the models themselves.
+    return [
+        AgentUsageOut.model_validate(fields_of(usage_report.total(rows), agent_id=agent_id, models=rows))
+        for agent_id, rows in sorted(by_agent.items())
+    ]
 
 
 @router.get("/api/usage", response_model=UsageOut, response_model_by_alias=True, summary="Usage and cost")
@@ -118,18 +97,7 @@ def usage(rv: Engine, since: From = None, until: To = None, agent: Agent = None)
     start, end = parse_bound(since, "from", end=False), parse_bound(until, "to", end=True)
     summaries = rv.usage(start, end, agent)
     total = usage_report.total(summaries)
-    return UsageOut.model_validate(
-        {
-            "from": start,
-            "to": end,
-            "agents": _agents(summaries),
-            "calls": total.calls,
-            "failed": total.failed,
-            "prompt_tokens": total.prompt_tokens,
-            "completion_tokens": total.completion_tokens,
-            "cost": total.cost,
-        }
-    )
+    return UsageOut.model_validate(fields_of(total, **{"from": start, "to": end}, agents=_agents(summaries)))
 
 
 @router.get(

@@ -11,14 +11,12 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
-from reverie.api.schemas import Deleted, Flag, Number, RequestModel, category_field
-from reverie.types import WorkingEntry
-from reverie.working.service import WorkingHit, WorkingSave, WorkingSearch
+from reverie.api.schemas import Deleted, Flag, Number, RequestModel, ValueOut, category_field
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}/working",
@@ -40,7 +38,7 @@ class WorkingSaveIn(RequestModel):
     background: Flag = Field(False, description="a subagent or worker: the write lives at least the background floor")
 
 
-class WorkingEntryOut(BaseModel):
+class WorkingEntryOut(ValueOut):
     agent_id: str
     key: str
     value: str
@@ -50,59 +48,26 @@ class WorkingEntryOut(BaseModel):
     tags: list[str]
 
 
-class WorkingSaveOut(BaseModel):
+class WorkingSaveOut(ValueOut):
     entry: WorkingEntryOut
     evicted: list[WorkingEntryOut] = Field(description="entries the namespace cap evicted to make room")
     notes: list[str]
 
 
-class WorkingHitOut(BaseModel):
+class WorkingHitOut(ValueOut):
     entry: WorkingEntryOut
     score: float
     matched_by: str
     preview: str
 
 
-class WorkingSearchOut(BaseModel):
+class WorkingSearchOut(ValueOut):
     query: str | None
     resolved_prefix: str | None
     hits: list[WorkingHitOut] = Field(description="with a query: the matches, best first")
     entries: list[WorkingEntryOut] = Field(description="without one: the listing, most recent first")
     capped: bool
     notes: list[str]
-
-
-def _entry_out(entry: WorkingEntry) -> WorkingEntryOut:
-    return WorkingEntryOut(
-        agent_id=entry.agent_id,
-        key=entry.key,
-        value=entry.value,
-        stored_at=entry.stored_at,
-        expires_at=entry.expires_at,
-        category=entry.category,
-        tags=list(entry.tags),
-    )
-
-
-def _hit_out(hit: WorkingHit) -> WorkingHitOut:
-    return WorkingHitOut(entry=_entry_out(hit.entry), score=hit.score, matched_by=hit.matched_by, preview=hit.preview)
-
-
-def _save_out(saved: WorkingSave) -> WorkingSaveOut:
-    return WorkingSaveOut(
-        entry=_entry_out(saved.entry), evicted=[_entry_out(e) for e in saved.evicted], notes=list(saved.notes)
-    )
-
-
-def _search_out(found: WorkingSearch) -> WorkingSearchOut:
-    return WorkingSearchOut(
-        query=found.query,
-        resolved_prefix=found.resolved_prefix,
-        hits=[_hit_out(h) for h in found.hits],
-        entries=[_entry_out(e) for e in found.entries],
-        capped=found.capped,
-        notes=list(found.notes),
-    )
 
 
 @router.get("", response_model=WorkingSearchOut, summary="Search or list working memory")
@@ -118,7 +83,7 @@ def search_working(
     """With ``query``: the best matches under ``prefix`` (any namespace path, e.g. ``patrol``), with
     previews. Without: the live entries, most recently stored first."""
     view = rv.working.for_namespace(namespace, agent_id=agent)
-    return _search_out(view.search(query, category=category, tags=tags, namespace=prefix))
+    return WorkingSearchOut.model_validate(view.search(query, category=category, tags=tags, namespace=prefix))
 
 
 @router.put("/{key:path}", response_model=WorkingSaveOut, summary="Store a working-memory entry")
@@ -127,13 +92,13 @@ def save_working(rv: Engine, agent: WriteAgent, key: Key, namespace: Namespace, 
     evicts its least recently stored entries, and says so."""
     view = rv.working.for_namespace(namespace, agent_id=agent, background=body.background)
     saved = view.save(key, body.value, ttl_minutes=body.ttl_minutes, category=body.category, tags=body.tags)
-    return _save_out(saved)
+    return WorkingSaveOut.model_validate(saved)
 
 
 @router.get("/{key:path}", response_model=WorkingEntryOut, responses=NOT_FOUND, summary="Read a working-memory entry")
 def get_working(rv: Engine, agent: ReadAgent, key: Key, namespace: Namespace) -> WorkingEntryOut:
     """The live entry at ``key`` (404 once it expired or was deleted)."""
-    return _entry_out(rv.working.for_namespace(namespace, agent_id=agent).get(key))
+    return WorkingEntryOut.model_validate(rv.working.for_namespace(namespace, agent_id=agent).get(key))
 
 
 @router.delete("/{key:path}", response_model=Deleted, summary="Delete a working-memory entry")

@@ -1,21 +1,30 @@
-"""Pydantic models the routes share: entries, scopes, and the conversions from Reverie's values.
+"""Pydantic models the routes share: entries, scopes, and how an answer is built from Reverie's values.
 
 Request models forbid unknown fields (a typo is a 422, never silently ignored), take JSON types strictly
 and refuse NaN and infinities. They state types only; the services validate values, so the rules live in one place and a
 rejected value is a 422 naming its field either way.
+
+Answer models (``*Out``) are built from the values the services return, never by copying fields one by one in
+a route: a ``ValueOut`` reads each field off the value's attribute of that name (pydantic's ``from_attributes``;
+a ``validation_alias`` names the attribute where the answer's field is named otherwise), and nested answers read
+nested values the same way. A value with its own plain view is read through it (``EntryOut``: the entry view of
+``reverie.views.entry``). An answer's JSON field names are its model's field names: aliases only say where a
+value is read from.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Query
-from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from reverie.core.validate import CATEGORY_PATTERN as CATEGORY_RE
 from reverie.core.validate import MAX_CATEGORY_CHARS
 from reverie.types import MemoryEntry, Scope
+from reverie.views.entry import entry_view
 
 
 class RequestModel(BaseModel):
@@ -26,6 +35,17 @@ class RequestModel(BaseModel):
 Flag = Annotated[bool, Strict()]
 Number = Annotated[float, Strict()]
 Whole = Annotated[int, Strict()]
+
+
+class ValueOut(BaseModel):
+    # Built from a Reverie value: every field is read off the value's attribute of its name (or alias).
+    model_config = ConfigDict(from_attributes=True)
+
+
+def fields_of(value: Any, **derived: Any) -> dict[str, Any]:
+    """A dataclass value's fields by name, shallow (nested values stay values, for their own answer models to
+    read), with ``derived``: what an answer shows that the value holds in no field of that name."""
+    return {**{f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, **derived}
 
 
 class EntryOut(BaseModel):
@@ -54,32 +74,11 @@ class EntryOut(BaseModel):
     source: str | None
     metadata: dict[str, Any]
 
-
-def entry_out(entry: MemoryEntry) -> EntryOut:
-    return EntryOut(
-        id=entry.id,
-        content=entry.content,
-        category=entry.category,
-        tags=list(entry.tags),
-        tier=entry.tier.value,
-        agent_id=entry.scope.agent_id,
-        user_id=entry.scope.user_id,
-        session_id=entry.scope.session_id,
-        created_at=entry.created_at,
-        last_seen_at=entry.last_seen_at,
-        updated_at=entry.updated_at,
-        reinforcement_count=entry.reinforcement_count,
-        importance=entry.importance,
-        retention=entry.retention,
-        confidence=entry.confidence,
-        pinned=entry.pinned,
-        expires_at=entry.expires_at,
-        archived=entry.archived,
-        archived_at=entry.archived_at,
-        superseded_by=entry.superseded_by,
-        source=entry.source,
-        metadata=entry.metadata,
-    )
+    @model_validator(mode="before")
+    @classmethod
+    def _entry_view(cls, value: Any) -> Any:
+        # An entry is shown through its one full view; the view's valid_to stays out (metadata has validTo).
+        return entry_view(value) if isinstance(value, MemoryEntry) else value
 
 
 UserQuery = Annotated[

@@ -6,12 +6,10 @@ import typer
 
 from reverie.cli.common import JsonOption, console, emit_json, engine, err_console, fail
 from reverie.errors import ValidationError
-from reverie.keys.service import ADMIN, public_view
+from reverie.keys.service import ADMIN, AGENT_SCOPES, MEMORY_READ, MEMORY_WRITE, public_view
 from reverie.types import ApiKey
 
 app = typer.Typer(help="API keys for the HTTP API and the MCP server.", no_args_is_help=True)
-
-DEFAULT_SCOPES = ("memory_read", "memory_write")
 
 
 def _when(value: object) -> str:
@@ -35,7 +33,7 @@ def create(
     agent: str | None = typer.Option(None, "--agent", "-a", help="The one agent the key may act for."),
     admin: bool = typer.Option(False, "--admin", help="An admin key: every scope, every agent."),
     scope: list[str] | None = typer.Option(
-        None, "--scope", help="memory_read, memory_write or admin (repeatable; default both memory scopes)."
+        None, "--scope", help=f"{MEMORY_READ}, {MEMORY_WRITE} or {ADMIN} (repeatable; default both memory scopes)."
     ),
     as_json: bool = JsonOption,
 ) -> None:
@@ -46,7 +44,7 @@ def create(
     if admin and ADMIN not in scopes:
         scopes.append(ADMIN)
     elif not admin and not scopes:
-        scopes = list(DEFAULT_SCOPES)
+        scopes = list(AGENT_SCOPES)
     with engine(ctx) as rv:
         key, secret = rv.keys.create(name, agent_id=agent, scopes=scopes)
     if as_json:

@@ -1,5 +1,6 @@
 """``reverie executions ...`` and ``reverie tool-calls ...``: the execution log and the tool-call log of an agent
-(append-only JSONL, ``<home>/logs/executions.jsonl`` and ``<home>/logs/tool-calls.jsonl``): record one, list them.
+(append-only, kept in the store): record one, list them. ``reverie logs export``: any of the store's logs
+(conversation, executions, tool calls) as JSONL, the record shapes of the files they were once kept in.
 
 A step is given as ``NAME=ok`` or ``NAME=failed`` (``NAME=failed:why`` with the error), repeatable, in order.
 """
@@ -7,15 +8,22 @@ A step is given as ``NAME=ok`` or ``NAME=failed`` (``NAME=failed:why`` with the 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import typer
 from rich.markup import escape
 
+import reverie
 from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine, fail
+from reverie.core import validate
 from reverie.core.execution_patterns import WINDOW_DAYS
 from reverie.core.text import preview
 from reverie.errors import ValidationError
+from reverie.logs import StoredLog
+from reverie.logs.jsonl import encode_record, validate_session_id
 from reverie.skills.activity_logs import ExecutionRecord, ToolCallRecord
 
 executions_app = typer.Typer(
@@ -23,6 +31,11 @@ executions_app = typer.Typer(
     no_args_is_help=True,
 )
 tool_calls_app = typer.Typer(help="The tool-call log: the agent's tool calls (tool, ok, error).", no_args_is_help=True)
+logs_app = typer.Typer(
+    help="The store's telemetry logs (conversation, executions, tool-calls): export them as JSONL.",
+    no_args_is_help=True,
+)
+LOG_NAMES = ("conversation", "executions", "tool-calls")
 DaysOption = typer.Option(WINDOW_DAYS, "--days", help="Only the last this many days.")
 LimitOption = typer.Option(100, "--limit", "-n", help="At most this many (1 to 1000).")
 
@@ -149,3 +162,67 @@ def list_tool_calls(
             console.print(f"no tool calls for agent {agent}", markup=False)
         for record in found:
             console.print(_call_line(record))
+
+
+def _stored(rv: reverie.Reverie, name: str) -> StoredLog:
+    logs: dict[str, StoredLog] = {
+        "conversation": rv.conversation_log,
+        "executions": rv.executions.log,
+        "tool-calls": rv.tool_calls.log,
+    }
+    return logs[name]
+
+
+def _write(lines: Iterable[bytes], path: Path | None) -> int:
+    """Write ``lines`` to ``path`` (replacing it) or to standard output; returns how many."""
+    count = 0
+    if path is None:
+        for line in lines:
+            sys.stdout.buffer.write(line)
+            count += 1
+        sys.stdout.buffer.flush()
+        return count
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        for line in lines:
+            handle.write(line)
+            count += 1
+    return count
+
+
+@logs_app.command("export")
+def export_log(
+    ctx: typer.Context,
+    log: str = typer.Argument(..., help="conversation, executions or tool-calls."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="A file (a directory for the conversation log); standard output without it."
+    ),
+    agent: str | None = typer.Option(None, "--agent", "-a", help="Only this agent's records (default: every agent)."),
+    session: str | None = typer.Option(None, "--session", "-s", help="Only this session's records."),
+) -> None:
+    """Write a log's records as JSONL, oldest first, one record a line as the old files held them. The
+    conversation log to a directory: one ``{session_id}.jsonl`` per session, as ``<home>/logs/conversation/``
+    was; to standard output or with ``--session`` to a file, one stream (on standard output each record also
+    names its ``session_id``, which the file name carried)."""
+    if log not in LOG_NAMES:
+        fail(ValidationError(f"unknown log {log!r}: use one of {', '.join(LOG_NAMES)}", field="log"))
+    try:
+        agent = None if agent is None else validate.identifier(agent, name="agent_id")
+        session = None if session is None else validate_session_id(session)
+    except ValidationError as exc:
+        fail(exc)
+    with engine(ctx) as rv:
+        stored = _stored(rv, log)
+        rows = stored.rows(agent_id=agent, session_id=session)
+        if log == "conversation" and session is None and output is not None:
+            by_session: dict[str, list[bytes]] = {}
+            for row in rows:
+                by_session.setdefault(row.session_id or "", []).append(encode_record(row.record))
+            output.mkdir(parents=True, exist_ok=True)
+            written = sum(_write(lines, output / f"{sid}.jsonl") for sid, lines in sorted(by_session.items()))
+        else:
+            named = log == "conversation" and output is None and session is None
+            records = ({**r.record, "session_id": r.session_id} if named else r.record for r in rows)
+            written = _write((encode_record(r) for r in records), output)
+    if output is not None:
+        console.print(f"exported {written} records of the {log} log to {output}", markup=False)

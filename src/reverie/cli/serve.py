@@ -16,6 +16,7 @@ import typer
 from reverie.cli.common import console, engine, err_console, fail
 from reverie.engine.root import Reverie
 from reverie.errors import ValidationError
+from reverie.keys.service import ADMIN
 
 DEFAULT_PORT = 4545
 
@@ -59,7 +60,7 @@ def _first_key(rv: Reverie) -> None:
     """With no live key in the store, make an admin key and print its secret, once."""
     if rv.keys.has_keys():
         return
-    key, secret = rv.keys.create("admin", agent_id=None, scopes=["admin"])
+    key, secret = rv.keys.create("admin", agent_id=None, scopes=[ADMIN])
     console.print(
         "No API key existed, so an admin key was created. Its secret is shown only now; the store keeps its "
         "hash. Send it as `Authorization: Bearer <secret>`:",

@@ -14,6 +14,7 @@ from reverie.conversation.compaction import CompactionResult
 from reverie.conversation.service import SessionInfo
 from reverie.errors import ValidationError
 from reverie.types import SessionRecord
+from reverie.views.plain import iso_z
 
 app = typer.Typer(help="Conversation sessions: turns, the archive, compaction.", no_args_is_help=True)
 
@@ -21,7 +22,7 @@ EXPORT_FORMATS = ("json",)
 
 
 def _iso(value: datetime) -> str:
-    return value.isoformat(timespec="minutes").replace("+00:00", "Z")
+    return iso_z(value, timespec="minutes")
 
 
 def _when(record: SessionRecord) -> str:

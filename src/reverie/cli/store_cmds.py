@@ -19,7 +19,7 @@ from rich.table import Table
 from reverie.cli.common import JsonOption, console, emit, emit_json, fail, state
 from reverie.clock import SystemClock
 from reverie.errors import ReverieError, StorageError
-from reverie.settings import Settings, home_from_env, load_settings
+from reverie.settings import Settings, config_from, home_from_env, load_settings
 from reverie.storage import open_store, pending_migrations, portable, store_exists, store_url
 from reverie.storage.base import Store, StoreOptions
 
@@ -32,13 +32,7 @@ def _settings(ctx: typer.Context) -> Settings:
 
 
 def _options(settings: Settings) -> StoreOptions:
-    s = settings.store
-    return StoreOptions(
-        busy_timeout_ms=s.busy_timeout_ms,
-        lock_wait_seconds=s.lock_wait_seconds,
-        synchronous=s.synchronous,
-        pool_size=s.pool_size,
-    )
+    return config_from(StoreOptions, settings.store)
 
 
 def _shown(url: str) -> str:

@@ -15,8 +15,10 @@ The flow, step by step:
 
 Invariants:
 - Reads only (but proactive memory counts an access of what it retrieves, and may run its hourly decay
-  sweep); the one state is the in-process delta filter (which entries each session was given), updated
-  only for entries that made it into the returned context.
+  sweep); the one state is the delta filter (which entries each session was given), kept in the store
+  (``Store.injected``) so it holds across every process serving the session, updated only for entries that
+  made it into the returned context, and cleared when the session starts afresh (``forget_session``). Two
+  builds of one session at the same instant may both give an entry; a session's turns come one at a time.
 - With a token budget, the least relevant parts go first: recalled entries (lowest score first), proactive
   memories (lowest rank first), the subagent and patrol listings, the out-of-window quotes (the marker
   stays), the oldest replayed turns, then the own working-memory inventory. The incoming message is never
@@ -25,8 +27,8 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
 import math
-import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -40,11 +42,13 @@ from reverie.core.proactive import kind_of
 from reverie.core.temporal import seen_phrase
 from reverie.core.text import preview
 from reverie.core.window_recall import QuotableTurn, hidden_and_window, out_of_window_message
-from reverie.errors import ValidationError
+from reverie.errors import Conflict, ValidationError
 from reverie.memory.longterm import LongTermMemory
+from reverie.storage.base import InjectedRepository
 from reverie.types import Scope, SearchHit, TurnRecord
 from reverie.working.service import OWN_HEADING, PATROL_HEADING, WorkingMemory, render_inventory
 
+log = logging.getLogger("reverie.context")
 KINDS = ("user", "patrol", "subagent")
 RECALL_HEADING = "Recalled from long-term memory (what you concluded in earlier sessions; use search_memory for more):"
 PROACTIVE_HEADING = "What you know about this user and this work (proactive memory):"
@@ -120,13 +124,14 @@ class ContextBuilder:
         clock: Clock,
         config: ContextConfig | None = None,
         *,
+        injected: InjectedRepository,
         proactive: Callable[[str, Scope], list[SearchHit]] | None = None,
         shared_candidates: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
-        """``proactive``: proactive memory's retrieval for a message and a scope
-        (``ProactiveMemory.for_context``), or None (no proactive block). ``shared_candidates``: recall's
-        ``HybridSearch.shared_candidates``, so the recall step and the proactive block fetch the message's
-        candidates once (None: each searches on its own)."""
+        """``injected``: where the delta filter is kept (``Store.injected``). ``proactive``: proactive memory's
+        retrieval for a message and a scope (``ProactiveMemory.for_context``), or None (no proactive block).
+        ``shared_candidates``: recall's ``HybridSearch.shared_candidates``, so the recall step and the proactive
+        block fetch the message's candidates once (None: each searches on its own)."""
         self._memory = memory
         self._proactive = proactive
         self._shared = shared_candidates or nullcontext
@@ -134,8 +139,7 @@ class ContextBuilder:
         self._conversation = conversation
         self._clock = clock
         self.config = config or ContextConfig()
-        self._injected: dict[tuple[str, str], set[str]] = {}
-        self._lock = threading.Lock()
+        self._injected = injected
 
     def build(
         self,
@@ -176,16 +180,14 @@ class ContextBuilder:
 
     def forget_session(self, session_id: str, *, agent_id: str = "default") -> None:
         """Drop the delta filter of a session (a fresh start): its entries may be injected again."""
-        with self._lock:
-            self._injected.pop((agent_id, session_id), None)
+        self._injected.forget_injected(agent_id, session_id)
 
     # -- gathering ---------------------------------------------------------------------------------------
     def _gather(self, session_id: str, message: str, scope: Scope, kind: str, namespace: str) -> _Parts:
         cfg, now = self.config, self._clock.now()
         live = self._conversation.live(session_id, agent_id=scope.agent_id)
         hits = self._recall(message, scope, first_turn=not live)
-        with self._lock:
-            seen = set(self._injected.get((scope.agent_id, session_id), ()))
+        seen = self._injected.injected(scope.agent_id, session_id)
         hits = [h for h in hits if h.entry.id not in seen]
         taken = seen | {h.entry.id for h in hits}
         extra = self._proactive(message, scope) if self._proactive is not None else []
@@ -224,9 +226,12 @@ class ContextBuilder:
         return hits
 
     def _remember(self, agent: str, session_id: str, ids: tuple[str, ...]) -> None:
-        if ids:
-            with self._lock:
-                self._injected.setdefault((agent, session_id), set()).update(ids)
+        if not ids:
+            return
+        try:
+            self._injected.add_injected(agent, session_id, ids, at=self._clock.now())
+        except Conflict:  # the session was purged meanwhile: there is no filter left to keep
+            log.info("context: session %s of %s is gone; its delta filter was not kept", session_id, agent)
 
     # -- rendering ---------------------------------------------------------------------------------------
     def _render(self, parts: _Parts, message: str) -> BuiltContext:

@@ -20,9 +20,10 @@ Invariants:
 - Delete marks the session deleted (hidden from ``list``, its turns no longer read; its id cannot be reused
   until the purge); ``purge_deleted`` after the retention is the only hard delete of a session. ``clear``
   discards the turns, archive and summary and keeps the session.
-- Every turn is also appended to the conversation log (``{session_id}.jsonl``: ``at``, ``role``,
-  ``content``, ``agent``) that the dream reads and clears. The log is written after the turn commits; a log
-  that cannot be written is logged and never fails the turn (the store is the record).
+- Every turn is also appended to the conversation log (``Store.logs``, by session: ``at``, ``role``,
+  ``content``, ``agent``) that the dream reads and clears; every process and host serving the agent appends
+  to the same log. The log is written after the turn commits; a log that cannot be written is logged and
+  never fails the turn (the turns are the record).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from reverie.core import validate
 from reverie.core.transcripts import record_key
 from reverie.errors import Conflict, NotFound, ReverieError, ValidationError
 from reverie.llm.base import LLM
-from reverie.logs import SessionJsonlLog, validate_session_id
+from reverie.logs import StoredLog, validate_session_id
 from reverie.storage.base import Store
 from reverie.types import Scope, SessionRecord, TurnCounts, TurnRecord
 from reverie.views.plain import to_jsonable
@@ -155,7 +156,7 @@ class ConversationMemory:
         clock: Clock,
         config: ConversationConfig | None = None,
         *,
-        log: SessionJsonlLog | None = None,
+        log: StoredLog | None = None,
         llm: LLM | None = None,
         home: Path | None = None,
         on_activity: Callable[[Scope], None] | None = None,
@@ -364,7 +365,7 @@ class ConversationMemory:
             return
         record = {"at": to_jsonable(turn.at), "role": turn.role, "content": turn.content, "agent": turn.agent_id}
         try:
-            self._log.append(turn.session_id, record)
+            self._log.append(turn.agent_id, turn.session_id, turn.at, record)
         except ReverieError as exc:  # the turn is stored; the log is the dream's copy
             log.warning("could not append turn %d of %s to the conversation log: %s", turn.index, turn.session_id, exc)
 
@@ -403,29 +404,27 @@ class ConversationMemory:
             agent_id = validate.identifier(agent_id, name="agent_id")
         if self._log is None:
             return iter(())
-        return ((sid, r) for sid, r in self._log.read_all() if agent_id is None or r.get("agent") == agent_id)
+        rows = sorted(self._log.rows(agent_id=agent_id), key=lambda row: row.session_id or "")  # stable: in order
+        return ((row.session_id or "", row.record) for row in rows)
 
     def clear_log(self, *, session_id: str | None = None) -> None:
-        """Empty the conversation log (one session's file, or all of it), as the dream does once it read it."""
+        """Empty the conversation log (one session's records, or all of it), as the dream does once it read it."""
         if session_id is not None:
             session_id = validate_session_id(session_id)
         if self._log is not None:
-            self._log.clear(session_id)
+            self._log.clear(session_id=session_id)
 
     def clear_agent_log(self, agent_id: str, *, keys: Collection[str] | None = None) -> int:
-        """Remove one agent's records from the conversation log, leaving other agents' records in the same
-        session files (the log is one file per session id, shared by the agents using it). With ``keys``
-        (``core.transcripts.record_key`` of records read earlier) only those records go, so a turn logged
-        after the read survives. Returns how many records went."""
+        """Remove one agent's records from the conversation log, leaving other agents' records of the same
+        session ids. With ``keys`` (``core.transcripts.record_key`` of records read earlier) only those records
+        go, so a turn logged after the read survives. Returns how many records went."""
         agent_id = validate.identifier(agent_id, name="agent_id")
         if self._log is None:
             return 0
-        wanted = None if keys is None else frozenset(keys)
-
-        def match(record: dict[str, Any]) -> bool:
-            return record.get("agent") == agent_id and (wanted is None or record_key(record) in wanted)
-
-        return self._log.remove(match)
+        if keys is None:
+            return self._log.clear(agent_id=agent_id)
+        wanted = frozenset(keys)
+        return self._log.delete([r.seq for r in self._log.rows(agent_id=agent_id) if record_key(r.record) in wanted])
 
     # -- compaction ----------------------------------------------------------------------------------
     def compact(self, session_id: str, *, force: bool = False, agent_id: str = "default") -> CompactionResult:

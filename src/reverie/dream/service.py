@@ -59,6 +59,7 @@ class DreamConfig:
     idle_window_seconds: float = 300.0
     schedule: Schedule = Schedule()
     runs_retention_days: float = 400.0
+    configured_agents: frozenset[str] = frozenset()  # each agent with its own [agents.<id>] section
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +208,15 @@ class DreamService(BackgroundService):
             abort_requested=state.abort_requested and running,
             run=runs[0] if runs else None,
         )
+
+    def agents(self, *, configured: bool = True) -> list[str]:
+        """The agents the dream knows, sorted: every agent with at least one entry (archived included) and,
+        with ``configured``, every agent with its own ``[agents.<id>]`` section, which may have no entry yet
+        (the status page lists both). The scheduled and idle ticks offer dreams to the first kind only."""
+        found = set(self._store.facts.agents())
+        if configured:
+            found |= self.config.configured_agents
+        return sorted(found)
 
     def history(self, agent_id: str | None = None, *, limit: int = 20) -> list[DreamRun]:
         """Recorded runs, newest first (the audit trail)."""
@@ -382,7 +392,7 @@ class DreamService(BackgroundService):
     def tick(self, trigger: str = "scheduled") -> list[DreamRunReport]:
         """Offer a dream to every agent the store knows (each behind its gates)."""
         reports = []
-        for agent in self._store.facts.agents():
+        for agent in self.agents(configured=False):
             reports.append(self.run(agent, trigger=trigger))
         return reports
 
@@ -394,7 +404,7 @@ class DreamService(BackgroundService):
         if last is None or now - last < timedelta(seconds=self.config.idle_window_seconds):
             return []
         reports = []
-        for agent in self._store.facts.agents():
+        for agent in self.agents(configured=False):
             state = self._store.dream.lock_state(agent)
             _, active = self._store.dream.activity_since(agent, state.last_dream_at)
             if active is not None and (state.last_dream_at is None or active > state.last_dream_at):

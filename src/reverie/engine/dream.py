@@ -10,8 +10,9 @@ the last reader of the conversation log (it clears the agent's log); the agent's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from reverie.conversation.service import ConversationMemory
 from reverie.dream.passes.base import DreamPass
 from reverie.dream.passes.cold_rewrite import ColdRewritePass
 from reverie.dream.passes.consolidation import ConsolidationPass
@@ -24,13 +25,41 @@ from reverie.dream.passes.preferences import corrections_since, feedback_lines
 from reverie.dream.passes.skill_passes import skill_passes
 from reverie.dream.passes.tool_success import ToolSuccessPass
 from reverie.engine import configs as service_configs
-from reverie.logs import RetentionPolicy
+from reverie.logs import JsonlFile, PrunableLog, RetentionPolicy
+from reverie.memory.aging import Aging
+from reverie.settings import Settings, config_from
+from reverie.skills.activity_logs import ExecutionLog
+from reverie.tools.dream import DreamToolRunner
+from reverie.tools.services import ToolServices
+from reverie.types import MemoryEntry
 
-if TYPE_CHECKING:
-    from reverie.engine.root import Reverie
+
+class Services(ToolServices, Protocol):
+    """What the passes are built from: the agent tools' services (the curation pass calls the tools) and the
+    engine's logs, aging and settings. ``engine.root.Reverie`` satisfies it; naming the engine's class here
+    would be an import cycle inside this package."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def conversation(self) -> ConversationMemory: ...
+
+    @property
+    def executions(self) -> ExecutionLog: ...
+
+    @property
+    def aging(self) -> Aging: ...
+
+    @property
+    def dream_log(self) -> JsonlFile: ...
+
+    def logs(self) -> list[PrunableLog]: ...
+
+    def related_ids(self, entry: MemoryEntry, limit: int) -> list[str]: ...
 
 
-def dream_passes(rv: Reverie) -> list[DreamPass]:
+def dream_passes(rv: Services) -> list[DreamPass]:
     """Every enabled pass, in running order (see the module docstring)."""
     d = rv.settings.dream
     learned, last_readers = conversation_passes(  # mining and episodes; preference inference (it clears the log)
@@ -74,21 +103,16 @@ def dream_passes(rv: Reverie) -> list[DreamPass]:
     # Last: the agent curates what the deterministic passes left. Always listed; its own gates (both
     # auto_dream switches off by default) skip it and say why.
     curation = service_configs.curation_config(rv.settings)
-    passes.append(AgentCurationPass(curation, rv.dream_tools(), dream_log=rv.dream_log))
+    passes.append(AgentCurationPass(curation, DreamToolRunner(rv), dream_log=rv.dream_log))
     return passes
 
 
-def _upkeep(rv: Reverie) -> list[DreamPass]:
+def _upkeep(rv: Services) -> list[DreamPass]:
     """The passes that need no LLM (cold rewrite aside): log retention, purge, decay, cold rewrite, forget."""
     d = rv.settings.dream
     passes: list[DreamPass] = []
     if d.log_retention_enabled:
-        policy = RetentionPolicy(
-            max_file_age_days=d.log_retention_max_file_age_days,
-            max_files_per_directory=d.log_retention_max_files_per_directory,
-            max_lines_per_file=d.log_retention_max_lines_per_file,
-        )
-        passes.append(LogRetentionPass(rv.logs, policy))
+        passes.append(LogRetentionPass(rv.logs, config_from(RetentionPolicy, d, prefix="log_retention_")))
     passes.append(ArchivePurgePass(rv.memory))
     if d.decay_enabled:
         passes.append(DecayPass(rv.aging))

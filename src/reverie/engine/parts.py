@@ -14,7 +14,7 @@ from reverie.llm.usage import Prices, UsageLedger
 from reverie.recall.http_backend import HttpVectorBackend
 from reverie.recall.index import VectorIndex
 from reverie.recall.store_backend import StoreVectorSearch
-from reverie.settings import Settings
+from reverie.settings import Settings, config_from
 from reverie.storage import open_store, store_url
 from reverie.storage.base import NearestVectors, Store, StoreOptions
 
@@ -27,12 +27,7 @@ def store(settings: Settings, clock: Clock) -> Store:
     return open_store(
         s.url or store_url(settings.home),
         now=clock.now(),
-        options=StoreOptions(
-            busy_timeout_ms=s.busy_timeout_ms,
-            lock_wait_seconds=s.lock_wait_seconds,
-            synchronous=s.synchronous,
-            pool_size=s.pool_size,
-        ),
+        options=config_from(StoreOptions, s),
     )
 
 

@@ -20,7 +20,6 @@ from reverie.core.stance_vocabulary import STANCE_FILE_NAME, load_stance_vocabul
 from reverie.dream.activity import ActivityTracker
 from reverie.dream.ledger import DreamPassLedger
 from reverie.dream.passes.base import Capability
-from reverie.dream.passes.curation import DreamTools
 from reverie.dream.service import DreamService
 from reverie.engine import configs as service_configs
 from reverie.engine import parts
@@ -32,15 +31,17 @@ from reverie.keys.service import ApiKeys
 from reverie.kv.service import KvMemory
 from reverie.llm.base import LLM
 from reverie.llm.usage import UsageRecord, current_agent
-from reverie.logs import JsonlFile, PrunableLog, SessionJsonlLog
+from reverie.logs import JsonlFile, PrunableLog, StoredLog, import_legacy
 from reverie.memory.aging import Aging
+from reverie.memory.consolidate import SemanticConsolidation
 from reverie.memory.dedup import Deduplicator
 from reverie.memory.expansion import ExpansionQueue, expandable
+from reverie.memory.explore import MemoryExplorer
 from reverie.memory.lint import MemoryLint
 from reverie.memory.longterm import LongTermMemory
 from reverie.proactive.service import ProactiveMemory
 from reverie.prompts import AUTO_MEMORIZE, GRAPH_EXTRACT, MEMORY_RULES, read_prompt
-from reverie.recall.hybrid import HybridSearch, RecallConfig
+from reverie.recall.hybrid import HybridSearch
 from reverie.recall.worker import EmbeddingWorker
 from reverie.settings import Settings, home_from_env, load_settings
 from reverie.skills import FeedbackStore, SkillStore
@@ -54,9 +55,6 @@ from reverie.working.service import ToolResultStash, WorkingMemory
 log = logging.getLogger("reverie")
 VOCABULARY_FILE = "merge-coverage-vocabulary.json"
 DREAM_LOG = "dream.jsonl"
-CONVERSATION_LOG = "conversation"  # <home>/logs/conversation/{session_id}.jsonl
-EXECUTION_LOG = "executions.jsonl"  # <home>/logs/executions.jsonl
-TOOL_CALL_LOG = "tool-calls.jsonl"  # <home>/logs/tool-calls.jsonl
 
 
 class Reverie:
@@ -69,6 +67,9 @@ class Reverie:
         llm: the chat client (``reverie.llm.LLM``), or None when ``llm.provider = "none"`` (the default).
         embedding: the background embedding worker, or None without an embedder.
         lint: memory_lint, confidence and explain (``reverie.memory.lint``); reads only.
+        explorer: the walk from an entry to related ones (``reverie.memory.explore``); reads only.
+        consolidation: near-duplicate groups and their consolidation on an agent's request
+            (``reverie.memory.consolidate``; the tools memory_semantic_duplicates and _consolidate).
         expansion: the background expansion of saves into focused facts, or None without an LLM (or with
             ``memory.expansion_enabled = false``).
         working: working memory (namespaced scratch with a TTL); ``working.for_namespace(...)`` opens a view.
@@ -78,20 +79,20 @@ class Reverie:
             history, and the usage log (record_usage, usage_counts, co_usage, prefix_clusters, at_risk).
         feedback: the feedback store per agent (``reverie.skills.feedback``): corrections, session summaries,
             stale and wrong signals, tied to a session and optionally to entries or skills.
-        executions: the execution log (``reverie.skills.activity_logs.ExecutionLog``): record and list logged
-            multi-step executions (``<home>/logs/executions.jsonl``), read by the execution-failure analysis.
-        tool_calls: the tool-call log (``ToolCallLog``, ``<home>/logs/tool-calls.jsonl``): every agent tool call
-            served by the API and MCP is recorded there; read by the tool-success pass.
+        executions: the execution log (``reverie.skills.activity_logs.ExecutionLog``, in the store): record and
+            list logged multi-step executions, read by the execution-failure analysis.
+        tool_calls: the tool-call log (``ToolCallLog``, in the store): every agent tool call served by the API
+            and MCP is recorded there; read by the tool-success pass.
         graph: the knowledge graph per agent (``reverie.graph.service``): entities, relations, path, subgraph.
         graph_extraction: the background extraction of saved entries into the graph
             (``reverie.graph.extraction``; ``mode`` "llm" or "rules"), or None with ``graph.extraction = "off"``.
         conversation: conversation memory: sessions, turns, the replay window, the archive and session
-            compaction (``reverie.conversation.service``); ``conversation_log`` is its JSONL log.
+            compaction (``reverie.conversation.service``); ``conversation_log`` is its log (``reverie.logs.StoredLog``).
         proactive: proactive memory (``reverie.proactive.service``): auto_memorize after a turn, auto_retrieve
             before one, user-level memory shared by a user's agents, decay, the cap, auto-consolidation.
         keys: API keys and scopes for the HTTP API and the MCP server (``reverie.keys.service.ApiKeys``).
         settings: the settings it was built from.
-        store: the storage backend (for tools that need it; services are the usual way in).
+        store: the storage backend (services are the usual way in; the agent tools never read it).
     """
 
     def __init__(self, settings: Settings, *, clock: Clock | None = None, reindex: bool = False) -> None:
@@ -113,25 +114,12 @@ class Reverie:
         if self.llm is not None:
             self.llm.ledger.add_listener(self._record_usage)
         self.keys = ApiKeys(self.store, self.clock)
-        r = settings.recall
+        model_floor = getattr(self.embedder, "default_min_similarity", parts.DEFAULT_MIN_SIMILARITY)
+        model_strong = getattr(self.embedder, "strong_similarity", None)
         self.recall = HybridSearch(
             self.store,
             self.embedder,
-            RecallConfig(
-                semantic_weight=r.semantic_weight,
-                candidates=r.candidates,
-                min_similarity=r.min_similarity,
-                agent_min_similarity=tuple(sorted(r.agent_min_similarity.items())),
-                model_min_similarity=getattr(self.embedder, "default_min_similarity", parts.DEFAULT_MIN_SIMILARITY),
-                model_strong_similarity=getattr(self.embedder, "strong_similarity", None),
-                neighbour_share=r.neighbour_share,
-                thread_share=r.thread_share,
-                min_evidence=r.min_evidence,
-                uncorroborated_share=r.uncorroborated_share,
-                time_weight=r.time_weight,
-                lexical=r.lexical,
-                parallel=r.parallel,
-            ),
+            service_configs.recall_config(settings, model_floor, model_strong),
             vectors=self._vector_backend,
         )
         self.aging = Aging(
@@ -183,11 +171,18 @@ class Reverie:
             confidence=self.lint.confidences,
             on_activity=self.activity.note,
         )
+        self.explorer = MemoryExplorer(self.store, self.clock, self.recall)
+        self.consolidation = SemanticConsolidation(
+            self.store,
+            self.clock,
+            service_configs.semantic_config(settings),
+            vocabulary=self.coverage_vocabulary,
+            model=self.embedder.model_id if self.embedder is not None else None,
+        )
         if expands and self.llm is not None:
             self.expansion = ExpansionQueue(self.store, self.llm, self.clock, self.memory, rules=self.memory_rules)
             if settings.memory.expansion_background:
                 self.expansion.start()
-        model_floor = getattr(self.embedder, "default_min_similarity", parts.DEFAULT_MIN_SIMILARITY)
         self.working = WorkingMemory(
             self.store, self.clock, service_configs.working_config(settings, model_floor), embedder=self.embedder
         )
@@ -215,12 +210,14 @@ class Reverie:
                 self.graph_extraction.start()
         self.dream_log = JsonlFile(settings.home / "logs" / DREAM_LOG, "dream")
         self._logs: list[PrunableLog] = [self.dream_log]
-        self.conversation_log = SessionJsonlLog(settings.home / "logs" / CONVERSATION_LOG, "conversation")
+        # The conversation, execution and tool-call logs live in the store, shared by every process and host.
+        self.conversation_log = StoredLog(self.store.logs, "conversation", per_session=True)
         self.register_log(self.conversation_log)
-        self.executions = ExecutionLog(JsonlFile(settings.home / "logs" / EXECUTION_LOG, "executions"), self.clock)
-        self.register_log(self.executions.file)
-        self.tool_calls = ToolCallLog(JsonlFile(settings.home / "logs" / TOOL_CALL_LOG, "tool-calls"), self.clock)
-        self.register_log(self.tool_calls.file)
+        self.executions = ExecutionLog(StoredLog(self.store.logs, "executions"), self.clock)
+        self.register_log(self.executions.log)
+        self.tool_calls = ToolCallLog(StoredLog(self.store.logs, "tool-calls"), self.clock)
+        self.register_log(self.tool_calls.log)
+        import_legacy(settings.home / "logs", self.store, now=self.clock.now())  # older versions' JSONL files, once
         self.proactive = ProactiveMemory(
             self.store,
             self.clock,
@@ -252,6 +249,7 @@ class Reverie:
             self.conversation,
             self.clock,
             service_configs.context_config(settings),
+            injected=self.store.injected,
             proactive=self.proactive.for_context,
             shared_candidates=self.recall.shared_candidates,
         )
@@ -296,13 +294,6 @@ class Reverie:
             embedding_model=self.embedder.model_id if self.embedder is not None else None,
             jobs=jobs,
         )
-
-    def dream_tools(self) -> DreamTools:
-        """The agent tools as the auto-dream calls them. ``reverie.tools`` sits above the engine (its handlers
-        take the engine), so it is imported here, when the engine is being built, never at module import."""
-        from reverie.tools.dream import DreamToolRunner
-
-        return DreamToolRunner(self)
 
     def related_ids(self, entry: MemoryEntry, limit: int) -> list[str]:
         """Ids recall finds for an entry's text in its own scope (the consolidation pass's related entries)."""

@@ -8,7 +8,7 @@ lists the queue, reads each entry and extracts from it — with the LLM (mode ``
 or by rules (mode ``rules``: ``core.extract``'s names, dates and numbers, linked ``mentioned_with``) — then
 writes what it learned through ``KnowledgeGraph`` with the entry's id in ``sources`` and takes the entry out
 of the queue, in one transaction. Entries sharing an entity are then linked: ``include_related`` and
-``memory_explore`` walk from an entry to the others that name the same entity (``tools.explore``).
+``memory_explore`` walk from an entry to the others that name the same entity (``memory.explore``).
 
 Why a small table (``graph_extraction``) and not a flag column beside ``expand_pending``: the queue is the
 graph's bookkeeping, not part of an entry. A column would add a field no caller reads to every

@@ -55,7 +55,7 @@ _ID_BYTES = 6  # 12 hex characters, like memory ids
 class GraphConfig:
     """The knobs of the knowledge graph; the engine fills them from ``[graph]``."""
 
-    exclusive_relations: frozenset[str] = frozenset(DEFAULT_EXCLUSIVE)
+    exclusive_relations: tuple[str, ...] = DEFAULT_EXCLUSIVE
     max_depth: int = 6  # the deepest path or subgraph a caller may ask for (and the path default)
     subgraph_limit: int = 100  # entities a subgraph holds at most unless the caller asks for fewer
     list_limit: int = 100  # entities or relations a listing returns by default

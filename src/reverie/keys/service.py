@@ -31,11 +31,16 @@ from reverie.core import validate
 from reverie.errors import NotFound, StorageError, ValidationError
 from reverie.storage.base import Store
 from reverie.types import ApiKey
+from reverie.views.plain import iso_z, iso_z_or_none
 
 log = logging.getLogger("reverie.keys.service")
 
-SCOPES = ("memory_read", "memory_write", "admin")
+# The capability scopes, the one list of them (seed 004): a key carries some, a tool and a route need one.
+MEMORY_READ = "memory_read"
+MEMORY_WRITE = "memory_write"
 ADMIN = "admin"
+SCOPES = (MEMORY_READ, MEMORY_WRITE, ADMIN)
+AGENT_SCOPES = (MEMORY_READ, MEMORY_WRITE)  # what a key bound to one agent may carry (and gets by default)
 SECRET_PREFIX = "rv_"
 TOUCH_INTERVAL = timedelta(minutes=1)
 _TOKEN_BYTES = 32
@@ -50,19 +55,15 @@ def hash_secret(secret: str) -> str:
 
 def public_view(key: ApiKey) -> dict[str, Any]:
     """A key as interfaces show it: everything but its hash (JSON-able, ISO 8601 times)."""
-
-    def iso(value: Any) -> str | None:
-        return None if value is None else value.isoformat().replace("+00:00", "Z")
-
     return {
         "key_id": key.key_id,
         "name": key.name,
         "agent_id": key.agent_id,
         "scopes": list(key.scopes),
         "admin": ADMIN in key.scopes,
-        "created_at": iso(key.created_at),
-        "revoked_at": iso(key.revoked_at),
-        "last_used_at": iso(key.last_used_at),
+        "created_at": iso_z(key.created_at),
+        "revoked_at": iso_z_or_none(key.revoked_at),
+        "last_used_at": iso_z_or_none(key.last_used_at),
     }
 
 

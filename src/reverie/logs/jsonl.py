@@ -1,6 +1,8 @@
 """Append-only JSONL telemetry logs in the two on-disk shapes of seed 001 (Pass 0): a single file
-(``JsonlFile``: skill-resource-usage, wisp-executions) and a per-session directory of ``{session_id}.jsonl``
-files (``SessionJsonlLog``: skill-usage, tool-call, feedback).
+(``JsonlFile``: the dream log, ``<home>/logs/dream.jsonl``) and a per-session directory of ``{session_id}.jsonl``
+files (``SessionJsonlLog``: how the conversation log was kept before it moved into the store; ``logs.legacy``
+reads such a directory once to import it). The conversation, execution and tool-call logs live in the store
+(``logs.stored``).
 
 Invariants:
 - One JSON object per line, UTF-8. Every write (append, clear, retention's trim and delete) holds the
@@ -102,7 +104,7 @@ class _WriterLock:
             self._thread_lock.release()
 
 
-def _encode(record: Mapping[str, Any]) -> bytes:
+def encode_record(record: Mapping[str, Any]) -> bytes:
     """One JSON line; ValidationError (nothing written) for what strict JSON cannot hold."""
     if not isinstance(record, Mapping):
         raise ValidationError("a log record must be a mapping", field="record")
@@ -137,6 +139,14 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def parse_records(data: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON objects among the lines of ``data`` (a JSONL file's bytes), in order; other lines are skipped."""
+    for raw in data.split(b"\n"):
+        record = _parse(raw)
+        if record is not None:
+            yield record
 
 
 def _read_records(path: Path) -> Iterator[dict[str, Any]]:
@@ -191,7 +201,7 @@ class JsonlFile:
         Raises ValidationError for a record strict JSON cannot hold, StoreBusy when the writer lock is
         held too long, StorageError for an I/O failure.
         """
-        line = _encode(record)
+        line = encode_record(record)
         try:
             with self._lock.held():
                 _append_line(self._path, line)
@@ -267,7 +277,7 @@ class SessionJsonlLog:
         ``JsonlFile.append``.
         """
         path = self._path(session_id)
-        line = _encode(record)
+        line = encode_record(record)
         try:
             with self._lock_for(path.name).held():
                 _append_line(path, line)

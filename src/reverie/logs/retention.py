@@ -38,7 +38,8 @@ class RetentionPolicy:
     """How much of an append-only log to keep (seed 001: ``LogRetention*``).
 
     ``max_file_age_days`` and ``max_files_per_directory`` apply to per-session directories;
-    ``max_lines_per_file`` to every file. A value of zero or less disables that dimension.
+    ``max_lines_per_file`` to every file. A log kept in the store (``StoredLog``) is capped the same way, a
+    session standing for a file and a row for a line. A value of zero or less disables that dimension.
     """
 
     max_file_age_days: float = 30

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import Final, Literal
 
 from reverie.core.stance import StanceDifference
 from reverie.storage.base import Store
 from reverie.types import SUPERSEDES, VALID_TO, Change, Contradiction, MemoryEntry
 
-SUPERSEDE = "supersede"
-KEEP_BOTH = "keep_both"
+SUPERSEDE: Final = "supersede"
+KEEP_BOTH: Final = "keep_both"
+ContradictionMode = Literal["supersede", "keep_both"]  # memory.on_contradiction
 ON_CONTRADICTION = (SUPERSEDE, KEEP_BOTH)
 CONTRADICTION = "contradiction"  # metadata of the older entry: how the stances differ, and what replaced it
 

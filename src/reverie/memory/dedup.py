@@ -4,7 +4,7 @@ Two lookups find the entry a new fact most resembles, always among live entries 
 and the same top-level category:
 
 - at save time, lexically: BM25 candidates scored by the token Jaccard of their topic words, without the
-  words that carry stance (``core.stance.topic_overlap`` >= ``lexical_threshold``);
+  words that carry stance (``core.stance.topic_overlap`` >= ``lexical_similarity_threshold``);
 - after the background worker embeds a fresh entry, semantically: the nearest vectors by cosine
   (>= ``similarity_threshold``). Saving never waits for an embedding, so paraphrases are caught here: the
   new entry is folded into the older one (archived, ``superseded_by`` pointing at it), which the caller
@@ -42,7 +42,7 @@ from reverie.core.provenance import least_trusted, most_trusted
 from reverie.core.stance import StanceDifference, stance_difference, topic_overlap
 from reverie.core.subject_time import merge_subject_time
 from reverie.embed.base import Vectors
-from reverie.memory.contradiction import SUPERSEDE, supersede
+from reverie.memory.contradiction import SUPERSEDE, ContradictionMode, supersede
 from reverie.recall.hybrid import HybridSearch
 from reverie.storage.base import FactFilter, Store
 from reverie.types import Change, MemoryEntry
@@ -55,14 +55,14 @@ EXPANDED_FROM = "expandedFrom"  # metadata of a fact the background expansion re
 
 @dataclass(frozen=True, slots=True)
 class DedupConfig:
-    """Seed 000's MemoryOptions for deduplication; the engine fills them from Settings."""
+    """Seed 000's MemoryOptions for deduplication; the engine fills them from ``[memory] dedupe_*``."""
 
     enabled: bool = True
     similarity_threshold: float = 0.88  # cosine
-    lexical_threshold: float = 0.6  # token Jaccard: a different scale, hence a different number
-    max_extended_chars: int = 2000
+    lexical_similarity_threshold: float = 0.6  # token Jaccard: a different scale, hence a different number
+    max_extended_content_length: int = 2000
     candidates: int = 8
-    on_contradiction: str = SUPERSEDE  # memory.contradiction: "supersede" or "keep_both"
+    on_contradiction: ContradictionMode = SUPERSEDE  # memory.contradiction
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +140,7 @@ class Deduplicator:
             return []
         flt = FactFilter(scope=candidate.scope, now=now, category_prefix=top_category(candidate.category))
         scored: list[tuple[float, MemoryEntry]] = []
-        stance = self._vocabulary().stance
+        stance, threshold = self._vocabulary().stance, self.config.lexical_similarity_threshold
         for entry, _ in self._store.facts.search(match, flt, self.config.candidates):
             if not self._comparable(candidate, entry):
                 continue
@@ -148,12 +148,12 @@ class Deduplicator:
             # "deploys" (they share few tokens), and "no longer allergic to eggs" must not meet "no longer
             # allergic to gluten" on the strength of "no longer" (decide would take it for a paraphrase).
             score = topic_overlap(entry.content, candidate.content, stance)
-            if score < self.config.lexical_threshold and stance_difference(entry.content, candidate.content, stance):
+            if score < threshold and stance_difference(entry.content, candidate.content, stance):
                 # A correction with a slip in it ("Harbor never deplys …") must still meet its fact. Only for a
                 # pair that differs in stance: decide can then only call it a contradiction or distinct, never
                 # fold it, so a typo-tolerant match can never swallow a text.
                 score = topic_overlap(entry.content, candidate.content, stance, typos=True)
-            if score >= self.config.lexical_threshold:
+            if score >= threshold:
                 scored.append((score, entry))
         scored.sort(key=lambda pair: -pair[0])  # stable: equal scores keep the index's order
         return [entry for _, entry in scored]
@@ -181,7 +181,7 @@ class Deduplicator:
             return "reinforced", updated
         if verdict is Verdict.EXTEND:
             content = extend_text(existing.content, decision.text)
-            if len(content) > self.config.max_extended_chars:
+            if len(content) > self.config.max_extended_content_length:
                 return None  # one busy topic must not accrete into a hundred-paragraph entry
             updated = extended(existing, candidate, content, now, seen=seen)
             self._store.facts.write(updated, change=Change.EXTENDED, at=now)

@@ -60,8 +60,8 @@ class LongTermConfig:
     search_limit: int = 10
     browse_limit: int = 20
     archive_retention_days: float = 90.0
-    protect_importance: float = 0.80
-    protect_reinforcement: int = 5
+    pruning_protection_importance: float = 0.80
+    pruning_protection_reinforcement_count: int = 5
     tombstone_days: float = 180.0  # entries the forget sweep archived are purged this long after
     # Seed 003: how much confidence weighs in search ranking; 0 leaves ranking exactly as recall made it.
     belief_authority_weight: float = 0.0
@@ -439,8 +439,8 @@ class LongTermMemory:
         cfg = self.config
         rule = PurgeRule(
             archived_before=self._clock.now() - timedelta(days=cfg.archive_retention_days),
-            protect_importance=cfg.protect_importance,
-            protect_reinforcement=cfg.protect_reinforcement,
+            protect_importance=cfg.pruning_protection_importance,
+            protect_reinforcement=cfg.pruning_protection_reinforcement_count,
             agent_id=agent_id,
             tombstones_before=self._clock.now() - timedelta(days=cfg.tombstone_days),
             purged_at=self._clock.now(),

@@ -102,7 +102,7 @@ class ProactiveConfig:
     session_ttl_hours: float = 24.0
     retrieve_limit: int = 8
     min_similarity: float | None = None
-    agent_min_similarity: tuple[tuple[str, float], ...] = ()
+    agent_min_similarity: Mapping[str, float] = field(default_factory=dict, hash=False)
     consolidate_every: int = 10
     memorize_on_turn: bool = False
     max_input_chars: int = 8000  # of each message sent to the LLM
@@ -337,7 +337,7 @@ class ProactiveMemory:
         expires = now + timedelta(hours=self.config.session_ttl_hours) if state.kind == SESSION else entry.expires_at
         settled = replace(
             entry,
-            confidence=current_confidence(state, now, self.config.upkeep.decay_rate),
+            confidence=current_confidence(state, now, self.config.upkeep.confidence_decay_rate),
             expires_at=expires,
             metadata={**entry.metadata, META: state.as_metadata()},
         )
@@ -461,7 +461,7 @@ class ProactiveMemory:
     def _touch(self, entries: Sequence[MemoryEntry]) -> dict[str, MemoryEntry]:
         """Count an access of each entry (one transaction, no version rows); returns them as written."""
         now = self._clock.now()
-        rate = self.config.upkeep.decay_rate
+        rate = self.config.upkeep.confidence_decay_rate
         out: dict[str, MemoryEntry] = {}
         with self._store.transaction():
             for seen in entries:

@@ -8,7 +8,7 @@ Invariants:
   ``Change.REINFORCED``: no version row. Each sweep, cap and consolidation is one transaction.
 - Only proactive entries (tag ``proactive``) are ever touched, and a consolidation only merges entries of
   one exact scope (agent, user, session): it never widens or narrows who sees a fact.
-- The decay sweep of an agent runs at most once per ``sweep_minutes`` (the time of the last one is kept in
+- The decay sweep of an agent runs at most once per ``decay_sweep_minutes`` (the time of the last one is kept in
   the store's meta table, so every process shares it); user-level memory (``@user/<id>``) never decays.
 
 Cost: an agent's proactive entries are listed by reading all of the agent's entries (the store has no tag
@@ -60,9 +60,9 @@ _EPSILON = 1e-12
 
 @dataclass(frozen=True, slots=True)
 class UpkeepConfig:
-    decay_rate: float = 0.01
-    sweep_minutes: float = 60.0
-    max_entries: int = 1000
+    confidence_decay_rate: float = 0.01
+    decay_sweep_minutes: float = 60.0
+    max_entries_per_agent: int = 1000
     consolidate_window: int = 100
     duplicate_cosine: float = 0.9
     duplicate_jaccard: float = 0.7
@@ -164,7 +164,7 @@ class ProactiveUpkeep:
                 state = state_of(entry.metadata)
                 if state is None or state.kind == USER:
                     continue
-                value = current_confidence(state, now, self.config.decay_rate)
+                value = current_confidence(state, now, self.config.confidence_decay_rate)
                 if abs(value - entry.confidence) > _EPSILON:
                     self._store.facts.write(replace(entry, confidence=value), change=Change.HOUSEKEEPING, at=now)
                     decayed.append(entry.id)
@@ -183,7 +183,7 @@ class ProactiveUpkeep:
             last = None
         if last is None or last.tzinfo is None or last > now:  # never, unreadable, or the clock went back
             return True
-        return now - last >= timedelta(minutes=self.config.sweep_minutes)
+        return now - last >= timedelta(minutes=self.config.decay_sweep_minutes)
 
     def _reconcile_copies(self, agent_id: str, now: datetime) -> int:
         """Mark deleted every key-value copy (``memory:{id}``, written by proactive memory) whose entry is no
@@ -217,13 +217,13 @@ class ProactiveUpkeep:
 
     def enforce_cap(self, agent_id: str, user_id: str | None, *, created: int) -> list[str]:
         """After a memorize that created ``created`` agent or session entries: archive the agent's weakest
-        proactive entries past ``max_entries`` (when its bound says it may be over), and the user's past the
+        proactive entries past ``max_entries_per_agent`` (when its bound says it may be over), and the user's past the
         same cap. Returns the archived ids."""
         evicted: list[str] = []
         now = self._clock.now()
-        if created and self.note_created(agent_id, created) > self.config.max_entries:
+        if created and self.note_created(agent_id, created) > self.config.max_entries_per_agent:
             evicted += self._cap(self.live_entries(agent_id, now), agent_id)
-        if user_id is not None and self._user_count(user_id, now) > self.config.max_entries:
+        if user_id is not None and self._user_count(user_id, now) > self.config.max_entries_per_agent:
             evicted += self._cap(self.user_entries(user_id, now), None)
         return evicted
 
@@ -237,7 +237,7 @@ class ProactiveUpkeep:
         bound to the exact count left."""
         now = self._clock.now()
         rows = [CapRow(e.id, e.confidence, e.created_at) for e in entries]
-        gone = set(over_cap(rows, self.config.max_entries))
+        gone = set(over_cap(rows, self.config.max_entries_per_agent))
         if gone:
             with self._store.transaction():
                 for entry in entries:
@@ -326,7 +326,7 @@ class ProactiveUpkeep:
         return done
 
     def _stored_vectors(self, agent_id: str, entries: Iterable[MemoryEntry]) -> dict[str, npt.NDArray[np.float32]]:
-        """The agent's stored vectors of ``entries`` (of the configured model), as tools.semantic reads them."""
+        """The agent's stored vectors of ``entries`` (of the configured model), as memory.consolidate reads them."""
         if self._embedder is None:
             return {}
         wanted = {e.id for e in entries}

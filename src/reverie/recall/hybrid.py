@@ -10,12 +10,12 @@ import contextvars
 import logging
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -56,10 +56,11 @@ _SHARED: contextvars.ContextVar[dict[tuple[Any, ...], Any] | None] = contextvars
 class RecallConfig:
     """Knobs of hybrid recall; the engine fills them from Settings."""
 
+    # Seed 000 averages the two signals (0.5); 0.35 measured better on LoCoMo with MiniLM (docs/adr/0005).
     semantic_weight: float = 0.35
     candidates: int = 100  # per signal, before fusion (at least the limit)
     min_similarity: float | None = None  # deployment default; None: the model's calibrated floor
-    agent_min_similarity: tuple[tuple[str, float], ...] = ()
+    agent_min_similarity: Mapping[str, float] = field(default_factory=dict, hash=False)
     model_min_similarity: float | None = None  # the embedder's calibrated default
     model_strong_similarity: float | None = None  # the embedder's full semantic evidence; None: floor + 0.35
     query_cache_size: int = 512
@@ -78,7 +79,7 @@ class RecallConfig:
     time_weight: float = 0.4
     # Where BM25 candidates come from: "memory" (the in-process ``LexicalIndex``) or "fts" (the store's
     # full-text search). Filters the index cannot answer (include_archived) always use the store.
-    lexical: str = "memory"
+    lexical: Literal["memory", "fts"] = "memory"
     # Fetch the vector signal (query embedding, nearest neighbours, hydration) on a worker thread while this
     # thread fetches the BM25 one: the slow parts (the model, numpy, the database) release the GIL, so a
     # hybrid search costs about the slower signal rather than the sum of both.

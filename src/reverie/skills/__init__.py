@@ -4,8 +4,9 @@ and ``rv.feedback``."""
 from reverie.skills.changes import SkillChanges, SkillDraft
 from reverie.skills.feedback import FeedbackStore
 from reverie.skills.rank import SkillHit
-from reverie.skills.service import SkillSaved, SkillsConfig, SkillSearch, SkillStore
+from reverie.skills.service import SkillsConfig, SkillSearch, SkillStore
 from reverie.skills.usage import AtRisk
+from reverie.types import SkillSaved
 
 __all__ = [
     "AtRisk",

@@ -1,18 +1,19 @@
-"""The execution log and the tool-call log (seed 001's wisp-executions and tool-call logs): append-only JSONL
-telemetry the learning passes of the dream read through a window (14 days by default).
+"""The execution log and the tool-call log (seed 001's wisp-executions and tool-call logs): append-only
+telemetry, kept in the store (``logs.StoredLog``: ``Store.logs``), that the learning passes of the dream read
+through a window (14 days by default).
 
-- ``ExecutionLog`` (``<home>/logs/executions.jsonl``): one record per logged multi-step execution: what was
-  attempted, whether it succeeded, its steps (name, ok, error), the skill whose plan it ran, the error.
-- ``ToolCallLog`` (``<home>/logs/tool-calls.jsonl``): one record per tool call: the tool, ok, the error, the
-  arguments (a JSON object, size-capped) and the duration.
+- ``ExecutionLog`` (the ``executions`` log): one record per logged multi-step execution: what was attempted,
+  whether it succeeded, its steps (name, ok, error), the skill whose plan it ran, the error.
+- ``ToolCallLog`` (the ``tool-calls`` log): one record per tool call: the tool, ok, the error, the arguments
+  (a JSON object, size-capped) and the duration.
 
 Invariants:
-- Every argument is validated before the file is touched; a refused call writes nothing (``ValidationError``
+- Every argument is validated before the store is touched; a refused call writes nothing (``ValidationError``
   naming the field).
-- Both files are shared by every agent; each record names its agent and every read filters by it, so an
-  agent never sees another's records.
-- Reads never fail on a bad line: a record that is not what this module writes (hand-edited, torn) is
-  skipped. The files are capped by the dream's log retention (the engine registers them).
+- Both logs are shared by every agent, process and host of a store; each record names its agent and every
+  read filters by it, so an agent never sees another's records.
+- Reads never fail on a bad record: one that is not what this module writes (hand-made, imported from an
+  edited file) is skipped. The logs are capped by the dream's log retention (the engine registers them).
 - Time comes from the clock: ``at`` is the clock's now at the append.
 """
 
@@ -29,7 +30,7 @@ from reverie.clock import Clock
 from reverie.core import validate
 from reverie.core.execution_patterns import WINDOW_DAYS, Call, Run, Step
 from reverie.errors import ValidationError
-from reverie.logs import JsonlFile
+from reverie.logs import StoredLog
 from reverie.skills import inputs
 
 MAX_DESCRIPTION_CHARS: Final = 2000
@@ -220,17 +221,18 @@ def _moment(raw: object) -> datetime | None:
 
 # -- the logs -------------------------------------------------------------------------------------------------
 class _WindowedLog:
-    """What both logs share: the file, the clock, and reading one agent's records since a moment."""
+    """What both logs share: the stored log, the clock, and reading one agent's records since a moment."""
 
-    def __init__(self, file: JsonlFile, clock: Clock) -> None:
-        self.file = file
+    def __init__(self, log: StoredLog, clock: Clock) -> None:
+        self.log = log
         self._clock = clock
 
     def _since(self, days: object) -> datetime:
         return self._clock.now() - timedelta(days=_days(days))
 
     def _raw(self, agent_id: str, since: datetime | None) -> Iterator[tuple[datetime, dict[str, Any]]]:
-        for record in self.file.read():
+        for row in self.log.rows(agent_id=agent_id, since=since):
+            record = row.record
             at = _moment(record.get("at"))
             if at is None or record.get("agent") != agent_id or (since is not None and at < since):
                 continue
@@ -238,7 +240,7 @@ class _WindowedLog:
 
 
 class ExecutionLog(_WindowedLog):
-    """The execution log of an engine (all agents, one file)."""
+    """The execution log of a store (all agents)."""
 
     def record(
         self,
@@ -262,7 +264,7 @@ class ExecutionLog(_WindowedLog):
             skill=None if skill is None else inputs.name(skill, field="skill"),
             error=_optional_text(error, "error", MAX_ERROR_CHARS),
         )
-        self.file.append(record.as_record())
+        self.log.append(record.agent_id, record.session_id, record.at, record.as_record())
         return record
 
     def list(self, agent_id: str, *, days: float = WINDOW_DAYS, limit: int = 100) -> list[ExecutionRecord]:
@@ -294,7 +296,7 @@ class ExecutionLog(_WindowedLog):
 
 
 class ToolCallLog(_WindowedLog):
-    """The tool-call log of an engine (all agents, one file)."""
+    """The tool-call log of a store (all agents)."""
 
     def record(
         self,
@@ -318,7 +320,7 @@ class ToolCallLog(_WindowedLog):
             arguments=tool_arguments(arguments),
             duration_ms=_duration(duration_ms),
         )
-        self.file.append(record.as_record())
+        self.log.append(record.agent_id, record.session_id, record.at, record.as_record())
         return record
 
     def list(

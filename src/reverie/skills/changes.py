@@ -17,11 +17,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
+from reverie.clock import Clock
 from reverie.errors import NotFound, ValidationError
 from reverie.skills import inputs
-from reverie.skills.service import SkillSaved, SkillStore
-from reverie.types import Skill
+from reverie.storage.base import Store
+from reverie.types import Skill, SkillSaved
+
+
+class _Config(Protocol):
+    @property
+    def max_content_chars(self) -> int: ...
+
+
+class SkillStore(Protocol):
+    """What applying changes needs of the skill service (``skills.service.SkillStore``, which calls it)."""
+
+    @property
+    def config(self) -> _Config: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def with_vector(self, skill: Skill, current: Skill | None) -> Skill: ...
+
+    def check_room(self, agent_id: str, *, adding: int = 1) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -35,13 +35,11 @@ from reverie.core.skill_signals import is_sparse
 from reverie.embed.base import Embedder, embed_queries
 from reverie.errors import Conflict, EmbeddingError, NotFound, ValidationError
 from reverie.skills import inputs
+from reverie.skills.changes import SkillChanges, SkillDraft, apply_changes
 from reverie.skills.rank import SkillHit, lexical_scores, rank, semantic_scores
 from reverie.skills.usage import AtRisk, SkillUsageLog
 from reverie.storage.base import Store
-from reverie.types import CoUsage, Skill, SkillUsage, SkillVersion
-
-if TYPE_CHECKING:
-    from reverie.skills.changes import SkillChanges, SkillDraft
+from reverie.types import CoUsage, Skill, SkillSaved, SkillUsage, SkillVersion
 
 log = logging.getLogger("reverie.skills")
 PURGE_EVERY = timedelta(hours=1)
@@ -63,14 +61,6 @@ class SkillsConfig:
     log_retention_days: float = 90.0  # usage rows older are purged (0: kept forever)
     semantic_weight: float = 0.35  # recall's weight of the vector signal
     max_input_chars: int = 30_000  # the embedder's input cap
-
-
-@dataclass(frozen=True, slots=True)
-class SkillSaved:
-    """What a save did: ``outcome`` is ``created``, ``updated`` or ``unchanged``; ``skill`` as stored now."""
-
-    outcome: str
-    skill: Skill
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,8 +369,6 @@ class SkillStore:
     ) -> SkillChanges:
         """Save and archive skills all at once, deletions only with replacements, merges carrying the
         earliest ``created_at`` and latest ``last_used_at`` forward (``skills.changes``)."""
-        from reverie.skills.changes import apply_changes  # changes builds on this module
-
         return apply_changes(self, agent_id, to_save, to_delete, source=source)
 
     # -- the purge -------------------------------------------------------------------------------------

@@ -15,9 +15,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from reverie.storage.knowledge import GraphRepository, KvRepository
+from reverie.storage.graph import GraphRepository
+from reverie.storage.kv import KvRepository
+from reverie.storage.logs import ActivityLogRepository, InjectedRepository, LogName, LogRow, SessionWrites
 from reverie.storage.repositories import (
     ApiKeyRepository,
     DreamLease,
@@ -57,6 +59,11 @@ from reverie.types import (
 )
 
 __all__ = [
+    "ActivityLogRepository",
+    "InjectedRepository",
+    "LogName",
+    "LogRow",
+    "SessionWrites",
     "CoUsage",
     "Feedback",
     "FeedbackRepository",
@@ -399,6 +406,16 @@ class Store(Protocol):
     def usage(self) -> UsageRepository: ...
 
     @property
+    def logs(self) -> ActivityLogRepository:
+        """The conversation, execution and tool-call logs (``storage.logs``)."""
+        ...
+
+    @property
+    def injected(self) -> InjectedRepository:
+        """The context builder's delta filter (``storage.logs``)."""
+        ...
+
+    @property
     def kv(self) -> KvRepository: ...
 
     @property
@@ -485,5 +502,5 @@ class StoreOptions:
 
     busy_timeout_ms: int = 10_000
     lock_wait_seconds: float = 60.0
-    synchronous: str = "FULL"
+    synchronous: Literal["FULL", "NORMAL"] = "FULL"
     pool_size: int = 10  # PostgreSQL: connections per process

@@ -18,15 +18,9 @@ Invariants:
 
 from __future__ import annotations
 
-import os
-import sqlite3
-import tempfile
 from collections.abc import Callable, Generator, Iterable, Iterator
-from contextlib import closing
 from dataclasses import dataclass
-from datetime import datetime
 from enum import StrEnum
-from pathlib import Path
 from typing import Any, Literal
 
 from reverie.errors import StorageError
@@ -220,6 +214,15 @@ TABLES: tuple[Table, ...] = (
         ),
         ("seq",),
     ),
+    # The telemetry logs (storage.logs) and the context builder's delta filter (after its sessions).
+    Table("conversation_log", _cols("agent_id:text session_id:text at:time record:json"), ("seq",)),
+    Table("execution_log", _cols("agent_id:text session_id:text at:time record:json"), ("seq",)),
+    Table("tool_call_log", _cols("agent_id:text session_id:text at:time record:json"), ("seq",)),
+    Table(
+        "context_injected",
+        _cols("agent_id:text session_id:text entry_id:text injected_at:time"),
+        ("agent_id", "session_id", "entry_id"),
+    ),
 )
 _BY_NAME = {t.name: t for t in TABLES}
 
@@ -291,68 +294,6 @@ def _index(store: Store) -> None:
     """Vector search structures for the rows that just arrived (committed: an index build waits for writers)."""
     if isinstance(store.vectors, NearestVectors):
         store.vectors.index_all()
-
-
-def _sidecars(path: Path) -> list[Path]:
-    return [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
-
-
-def backup(store: Store, destination: Path, *, now: datetime) -> None:
-    """Write a portable backup of ``store`` to ``destination``: a Reverie SQLite store file holding one
-    consistent state of it (reads only: safe while other processes write). The file appears whole or not
-    at all (written to ``<name>.partial``, then renamed). ``now`` stamps the new file's migrations."""
-    from reverie.storage.sqlite import SqliteStore
-
-    destination = destination.expanduser().resolve()
-    if store.url == f"sqlite:///{destination}":
-        raise StorageError("a backup cannot overwrite the store it copies")
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    partial = destination.with_name(destination.name + ".partial")
-    for leftover in _sidecars(partial):
-        leftover.unlink(missing_ok=True)
-    try:
-        target = SqliteStore(partial, now=now)
-        try:
-            copy(store, target)
-        finally:
-            target.close()
-        # One self-contained file: fold the write-ahead log in and leave WAL mode.
-        with closing(sqlite3.connect(partial)) as conn:
-            conn.execute("PRAGMA journal_mode = DELETE")
-        os.replace(partial, destination)
-    except sqlite3.Error as exc:
-        raise StorageError(f"backup to {destination} failed: {exc}") from exc
-    finally:
-        for leftover in _sidecars(partial):
-            leftover.unlink(missing_ok=True)
-
-
-def restore(store: Store, source: Path, *, now: datetime) -> None:
-    """Replace every portable table of ``store`` with the contents of the backup file ``source``, in one
-    transaction. ``source`` is checked first (a readable Reverie SQLite store, opened read-only and never
-    modified); anything else raises ``StorageError`` and changes nothing. An older backup is migrated in
-    a temporary copy (``now`` stamps those migrations). Deleting the old rows fires the change-log triggers,
-    so the in-memory indexes of other processes replay the restore."""
-    from reverie.storage.sqlite import SqliteStore
-    from reverie.storage.sqlite.store import verify_backup
-
-    source = source.expanduser().resolve()
-    if not source.is_file():
-        raise StorageError(f"no backup file at {source}")
-    with tempfile.TemporaryDirectory(prefix="reverie-restore-") as scratch:
-        staged = Path(scratch) / "backup.db"
-        try:
-            with closing(sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True)) as conn:
-                verify_backup(conn, source)
-                with closing(sqlite3.connect(staged)) as target:
-                    conn.backup(target)
-        except sqlite3.Error as exc:
-            raise StorageError(f"restore from {source} failed: {exc}") from exc
-        backup_store = SqliteStore(staged, now=now)
-        try:
-            replace_contents(store, backup_store)
-        finally:
-            backup_store.close()
 
 
 def replace_contents(store: Store, source: Store, *, progress: Progress | None = None) -> dict[str, int]:

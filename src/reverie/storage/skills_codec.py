@@ -1,7 +1,7 @@
 """What the skill and feedback repositories of both backends share (``storage.skills``). Pure functions.
 
 Invariants:
-- JSON columns (see-also, metadata, entry ids, skill names) are encoded by ``knowledge_codec.dumps``, and
+- JSON columns (see-also, metadata, entry ids, skill names) are encoded by ``kv_codec.dumps``, and
   text is checked for NUL, so a value one backend cannot hold is refused on both, before any statement runs.
 - A compare-and-set refusal reads the same on both backends.
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reverie.errors import ValidationError
-from reverie.storage.knowledge_codec import dumps
+from reverie.storage.kv_codec import dumps
 from reverie.types import Feedback, Skill
 
 

@@ -10,7 +10,8 @@
 writes nothing. The recall-search family's names, headlines and scope phrases live in ``tools.family``.
 """
 
-from reverie.tools.base import ADMIN, MEMORY_READ, MEMORY_WRITE, SCOPES, ToolContext, ToolResult, ToolSpec
+from reverie.keys.service import ADMIN, MEMORY_READ, MEMORY_WRITE, SCOPES
+from reverie.tools.base import ToolContext, ToolResult, ToolSpec
 from reverie.tools.family import HEADLINES, NOT_EVIDENCE, RECALL_FAMILY, SCOPE_PHRASES
 from reverie.tools.registry import ToolRegistry
 from reverie.tools.specs import (

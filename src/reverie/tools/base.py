@@ -1,5 +1,6 @@
 """The values every agent tool shares: who is calling (``ToolContext``), what a tool is (``ToolSpec``), what a
-call answers (``ToolResult``), and the plain-JSON views of entries the tools return.
+call answers (``ToolResult``), and the plain-JSON views of entries the tools return (``entry_data``: the tool
+view of ``reverie.views.entry``, a documented subset of an entry's full view).
 
 Invariants:
 - A ``ToolResult`` is all a caller gets: ``text`` for the model, ``data`` for programs (plain JSON: strings,
@@ -18,12 +19,7 @@ from typing import Any
 from reverie.core.temporal import seen_phrase
 from reverie.core.text import preview
 from reverie.types import Contradiction, MemoryEntry, Scope
-
-# The capability scopes an API key (or an MCP client) must hold to call a tool (seed 004).
-MEMORY_READ = "memory_read"
-MEMORY_WRITE = "memory_write"
-ADMIN = "admin"
-SCOPES = (MEMORY_READ, MEMORY_WRITE, ADMIN)
+from reverie.views.entry import contradiction_view, tool_entry_view
 
 DEFAULT_AGENT = "default"
 ENTRY_CHARS = 1000  # an entry's text in a result line; ``data`` always carries it whole
@@ -100,43 +96,15 @@ def error_result(message: str, *, kind: str, field: str | None = None) -> ToolRe
     return ToolResult(text=f"Error: {message}", data={"error": error}, is_error=True)
 
 
-def when(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat().replace("+00:00", "Z")
-
-
 def entry_data(entry: MemoryEntry) -> dict[str, Any]:
-    """An entry as plain JSON: what a caller may need, none of the engine's bookkeeping."""
-    return {
-        "id": entry.id,
-        "content": entry.content,
-        "category": entry.category,
-        "tags": list(entry.tags),
-        "tier": entry.tier.value,
-        "importance": entry.importance,
-        "pinned": entry.pinned,
-        "source": entry.source,
-        "created_at": when(entry.created_at),
-        "last_seen_at": when(entry.last_seen_at),
-        "updated_at": when(entry.updated_at),
-        "reinforcement_count": entry.reinforcement_count,
-        "archived": entry.archived,
-        "superseded_by": entry.superseded_by,
-        "valid_to": entry.valid_to,
-    }
+    """An entry as plain JSON: what a caller may need, none of the engine's bookkeeping (the tool view,
+    ``reverie.views.entry.TOOL_ENTRY_FIELDS``)."""
+    return tool_entry_view(entry)
 
 
 def contradiction_data(found: Contradiction) -> dict[str, Any]:
-    """What a save that contradicted an entry reports: that entry's id and text, how the stances differ,
-    whether it is now superseded, and the sentence the caller is told."""
-    return {
-        "id": found.entry_id,
-        "content": found.content,
-        "kind": found.kind,
-        "earlier_words": list(found.earlier_words),
-        "new_words": list(found.new_words),
-        "superseded": found.superseded,
-        "message": found.message(),
-    }
+    """What a save that contradicted an entry reports (``reverie.views.entry.contradiction_view``)."""
+    return contradiction_view(found)
 
 
 def entry_line(entry: MemoryEntry, now: datetime, *, label: str | None = None) -> str:

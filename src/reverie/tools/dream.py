@@ -8,19 +8,17 @@ registry validates, refuses what the agent's settings withhold and never raises 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from reverie.tools.base import ToolContext, ToolResult, ToolSpec
 from reverie.tools.registry import ToolRegistry
-
-if TYPE_CHECKING:
-    from reverie.engine.root import Reverie
+from reverie.tools.services import ToolServices
 
 
 class DreamToolRunner:
     """The tools of one engine for its dream (one registry, made once)."""
 
-    def __init__(self, rv: Reverie) -> None:
+    def __init__(self, rv: ToolServices) -> None:
         self._registry = ToolRegistry(rv)
 
     def describe(self, agent_id: str) -> Sequence[ToolSpec]:

@@ -11,16 +11,15 @@ Invariants:
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reverie.core.text import preview
 from reverie.graph import inputs as graph_input
 from reverie.graph.service import EntitySubgraph, GraphPath, Triple, ref_of
-from reverie.tools.base import ToolContext, ToolError, ToolResult, when
+from reverie.tools.base import ToolContext, ToolError, ToolResult
+from reverie.tools.services import ToolServices
 from reverie.types import Entity
-
-if TYPE_CHECKING:
-    from reverie.engine.root import Reverie
+from reverie.views.plain import iso_z_or_none
 
 PROPERTY_CHARS = 200  # of an entity's or relation's properties in a result line; ``data`` has them whole
 
@@ -33,7 +32,7 @@ def entity_data(entity: Entity) -> dict[str, Any]:
         "name": entity.name,
         "properties": entity.properties,
         "sources": list(entity.sources),
-        "last_seen_at": when(entity.last_seen_at),
+        "last_seen_at": iso_z_or_none(entity.last_seen_at),
     }
 
 
@@ -48,8 +47,8 @@ def relation_data(triple: Triple) -> dict[str, Any]:
         "to_id": triple.target.entity_id,
         "properties": rel.properties,
         "sources": list(rel.sources),
-        "valid_from": when(rel.valid_from),
-        "invalid_at": when(rel.invalid_at),
+        "valid_from": iso_z_or_none(rel.valid_from),
+        "invalid_at": iso_z_or_none(rel.invalid_at),
     }
 
 
@@ -76,7 +75,7 @@ def relation_line(triple: Triple) -> str:
     return f"- [{rel.relation_id}] {triple.text}{_props(rel.properties)} ({span})"
 
 
-def knowledge_add_entity(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def knowledge_add_entity(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     written = rv.graph.add_entity(
         ctx.agent_id, args["type"], args["name"], args.get("properties"), args.get("sources") or ()
     )
@@ -87,7 +86,7 @@ def knowledge_add_entity(rv: Reverie, args: dict[str, Any], ctx: ToolContext) ->
     return ToolResult("\n".join(lines), data)
 
 
-def knowledge_add_relation(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def knowledge_add_relation(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     since = graph_input.parse_time(args.get("valid_from"), "valid_from")
     written = rv.graph.add_relation(
         ctx.agent_id,
@@ -110,7 +109,7 @@ def knowledge_add_relation(rv: Reverie, args: dict[str, Any], ctx: ToolContext) 
     return ToolResult("\n".join(lines), data)
 
 
-def knowledge_query(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def knowledge_query(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     mode = args.get("mode", "relations")
     if mode == "path":
         return _path(rv, args, ctx)
@@ -121,7 +120,7 @@ def knowledge_query(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> Tool
     return _relations(rv, args, ctx)
 
 
-def _relations(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def _relations(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     found = rv.graph.relations(
         ctx.agent_id,
         from_ref=args.get("from"),
@@ -140,7 +139,7 @@ def _relations(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResul
     return ToolResult(text, {"mode": "relations", "relations": [relation_data(t) for t in found]})
 
 
-def _path(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def _path(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if "from" not in args or "to" not in args:
         raise ToolError("mode path needs both from and to", field="to" if "from" in args else "from")
     found: GraphPath | None = rv.graph.path(ctx.agent_id, args["from"], args["to"], args.get("max_depth"))
@@ -158,7 +157,7 @@ def _path(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult("\n".join([head, *map(relation_line, found.triples)]), data)
 
 
-def _subgraph(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def _subgraph(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if "entity" not in args:
         raise ToolError("mode subgraph needs entity", field="entity")
     found: EntitySubgraph = rv.graph.subgraph(
@@ -180,7 +179,7 @@ def _subgraph(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult
     return ToolResult("\n".join(lines), data)
 
 
-def _entities(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def _entities(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     text = args.get("text")
     if text is not None:
         found = rv.graph.search_entities(ctx.agent_id, text, limit=args.get("limit"))

@@ -13,15 +13,14 @@ Invariants:
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reverie.core.text import preview
 from reverie.errors import Conflict
-from reverie.tools.base import ToolContext, ToolError, ToolResult, when
+from reverie.tools.base import ToolContext, ToolError, ToolResult
+from reverie.tools.services import ToolServices
 from reverie.types import KvItem
-
-if TYPE_CHECKING:
-    from reverie.engine.root import Reverie
+from reverie.views.plain import iso_z_or_none
 
 LIST_VALUE_CHARS = 200  # of a value in a listing line; kv_get and ``data`` show it whole
 
@@ -35,18 +34,18 @@ def item_data(item: KvItem) -> dict[str, Any]:
         "key": item.key,
         "value": item.value,
         "version": item.version,
-        "created_at": when(item.created_at),
-        "updated_at": when(item.updated_at),
+        "created_at": iso_z_or_none(item.created_at),
+        "updated_at": iso_z_or_none(item.updated_at),
     }
 
 
-def kv_get(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def kv_get(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     item = rv.kv.get(ctx.agent_id, args["key"])
-    text = f"{item.key} = {_json(item.value)}\n(version {item.version}, updated {when(item.updated_at)})"
+    text = f"{item.key} = {_json(item.value)}\n(version {item.version}, updated {iso_z_or_none(item.updated_at)})"
     return ToolResult(text, item_data(item))
 
 
-def kv_set(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def kv_set(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         item = rv.kv.set(ctx.agent_id, args["key"], args["value"], expected_version=args.get("expected_version"))
     except Conflict as exc:  # a lost compare-and-set: the model should read the key again, not give up
@@ -55,14 +54,14 @@ def kv_set(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(f"{said} {item.key} (version {item.version}).", item_data(item))
 
 
-def kv_delete(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def kv_delete(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     key = args["key"]
     deleted = rv.kv.delete(ctx.agent_id, key)
     text = f"Deleted {key}." if deleted else f"No key {key} to delete: nothing changed."
     return ToolResult(text, {"key": key, "deleted": deleted})
 
 
-def kv_list(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def kv_list(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     prefix = args.get("prefix", "")
     limit = args.get("limit", 100)
     items = rv.kv.list(ctx.agent_id, prefix, limit=limit, after=args.get("after"))

@@ -11,21 +11,18 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reverie.core.text import preview
-from reverie.storage.base import FactFilter
 from reverie.tools import family
 from reverie.tools.base import ToolContext, ToolResult, contradiction_data, entry_data, entry_line
+from reverie.tools.services import ToolServices
 from reverie.types import CategoryCount, SearchResults
-
-if TYPE_CHECKING:
-    from reverie.engine.root import Reverie
 
 QUERY_CHARS = 200  # a query as an answer quotes it
 
 
-def save_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def save_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     result = rv.memory.save(
         args["content"],
         category=args.get("category"),
@@ -51,7 +48,7 @@ def save_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResu
     return ToolResult("\n".join(lines), data)
 
 
-def search_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def search_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     query = args.get("query")
     category = args.get("category")
     if query is None or (isinstance(query, str) and not query.strip()):
@@ -61,7 +58,7 @@ def search_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolRe
 
 
 def render_results(
-    rv: Reverie, results: SearchResults, *, query: str, category: str | None, ctx: ToolContext, name: str
+    rv: ToolServices, results: SearchResults, *, query: str, category: str | None, ctx: ToolContext, name: str
 ) -> ToolResult:
     """Search hits as lines (or the family's empty result, with the taxonomy when a category filter
     missed), and as data. ``name``: the tool that searched, never suggested again when it found nothing."""
@@ -99,7 +96,7 @@ def _label(matched_by: str) -> str | None:
     return matched_by if matched_by in ("pinned", "superseded") else None
 
 
-def _browse(rv: Reverie, category: str | None, ctx: ToolContext) -> ToolResult:
+def _browse(rv: ToolServices, category: str | None, ctx: ToolContext) -> ToolResult:
     """Seed 000's query-less search_memory: the most recently reinforced entries, then the whole taxonomy
     (shown even when the category filter matched nothing, so it shows which categories exist)."""
     found = rv.memory.browse(category=category, scope=ctx.scope)
@@ -135,7 +132,7 @@ def _taxonomy_data(taxonomy: tuple[CategoryCount, ...]) -> list[dict[str, Any]]:
     return [{"category": c.category, "count": c.count} for c in taxonomy]
 
 
-def delete_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def delete_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     entry = rv.memory.archive(args["id"], scope=ctx.scope)
     days = rv.memory.config.archive_retention_days
     text = (
@@ -145,19 +142,18 @@ def delete_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolRe
     return ToolResult(text, {"id": entry.id, "archived": True, "restorable": True, "purge_after_days": days})
 
 
-def update_memory_importance(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def update_memory_importance(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     entry = rv.memory.set_importance(args["id"], args["importance"], scope=ctx.scope)
     text = f"Importance of memory [{entry.id}] set to {entry.importance:.2f}; its text is unchanged."
     return ToolResult(text, {"id": entry.id, "importance": entry.importance})
 
 
-def memory_lint(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def memory_lint(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     """memory_lint's findings with the text of both entries (read without counting as a read)."""
     report = rv.lint.run(ctx.scope)
     pairs = [*report.findings, *report.superseded]
     ids = list(dict.fromkeys(i for f in pairs for i in (f.newer_id, f.older_id)))
-    flt = FactFilter(scope=ctx.scope, now=rv.clock.now(), include_archived=True)  # superseded texts too
-    texts = {e.id: e.content for e in rv.store.facts.get_many(ids, flt)} if ids else {}
+    texts = {e.id: e.content for e in rv.explorer.entries(ids, ctx.scope)}  # superseded texts too
     findings: list[dict[str, Any]] = []
     lines = [f"{len(report.findings)} pair(s) about the same topic that disagree (newer first):"]
     for f in pairs:

@@ -11,20 +11,19 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from reverie.errors import LLMError
 from reverie.llm.base import Message
+from reverie.memory.explore import Related
 from reverie.tools import family
 from reverie.tools.base import ToolContext, ToolError, ToolResult, entry_line
-from reverie.tools.explore import Related, walk, whole
+from reverie.tools.explore import describe, related_data, whole
 from reverie.tools.longterm import render_results
+from reverie.tools.services import ToolServices
 from reverie.types import MemoryEntry
-
-if TYPE_CHECKING:
-    from reverie.engine.root import Reverie
 
 ANSWER_ENTRY_CHARS = 2000  # of each entry's text shown to the LLM
 ANSWER_MAX_TOKENS = 512
@@ -47,7 +46,7 @@ class QueryAnswer(BaseModel):
     ids: list[str] = Field(default_factory=list)
 
 
-def memory_query(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def memory_query(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     wants_answer = args.get("answer", False) is True
     if wants_answer and rv.llm is None:
         raise ToolError(NEEDS_LLM, kind="needs_llm", field="answer")
@@ -64,13 +63,13 @@ def memory_query(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolRes
     if hops and results:
         seen = {hit.entry.id for hit in results}
         for hit in results:
-            related.extend(walk(rv, hit.entry, hops, ctx.scope, seen=seen))
+            related.extend(rv.explorer.walk(hit.entry, hops, ctx.scope, seen=seen))
     lines = [base.text]
-    data = {**base.data, "related": [r.as_data() for r in related]}
+    data = {**base.data, "related": [related_data(r) for r in related]}
     if related:
         now = rv.clock.now()
         lines.append(f"Related memories (within {hops} hop(s) of the results):")
-        lines.extend(f"{entry_line(r.entry, now)}\n  hop {r.hop}: {r.describe()}" for r in related)
+        lines.extend(f"{entry_line(r.entry, now)}\n  hop {r.hop}: {describe(r)}" for r in related)
     if wants_answer:
         shown = [hit.entry for hit in results] + [r.entry for r in related]
         answer, cited = _answer(rv, query, shown) if shown else (None, [])
@@ -81,7 +80,7 @@ def memory_query(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolRes
     return ToolResult("\n".join(lines), data)
 
 
-def _answer(rv: Reverie, query: str, entries: list[MemoryEntry]) -> tuple[str, list[str]]:
+def _answer(rv: ToolServices, query: str, entries: list[MemoryEntry]) -> tuple[str, list[str]]:
     """The LLM's short answer and the ids it cites that are among ``entries``."""
     llm = rv.llm
     if llm is None:  # checked before searching; kept for the type checker

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
@@ -30,12 +30,10 @@ from reverie.errors import LLMError, NotFound, ReverieError, ValidationError
 from reverie.skills.activity_logs import MAX_DURATION_MS, MAX_ERROR_CHARS, placeholder_arguments
 from reverie.tools import explore, graph, kv, longterm, query, semantic, skills, specs, working
 from reverie.tools.base import ToolContext, ToolError, ToolResult, ToolSpec, error_result
-
-if TYPE_CHECKING:
-    from reverie.engine.root import Reverie
+from reverie.tools.services import ToolServices
 
 log = logging.getLogger("reverie.tools")
-Handler = Callable[["Reverie", dict[str, Any], ToolContext], ToolResult]
+Handler = Callable[[ToolServices, dict[str, Any], ToolContext], ToolResult]
 MESSAGE_CHARS = 300  # of a value quoted in an error message
 
 HANDLERS: dict[str, Handler] = {
@@ -68,7 +66,7 @@ HANDLERS: dict[str, Handler] = {
 class ToolRegistry:
     """The agent tools of one engine. Thread-safe as the engine is; make one per engine."""
 
-    def __init__(self, rv: Reverie) -> None:
+    def __init__(self, rv: ToolServices) -> None:
         self._rv = rv
         self._specs = {spec.name: spec for spec in specs.SPECS}
         self._validators = {spec.name: Draft202012Validator(spec.input_schema) for spec in specs.SPECS}
@@ -84,7 +82,7 @@ class ToolRegistry:
     def _served(self, name: str, agent_id: str) -> bool:
         if name != specs.MEMORY_SEMANTIC_CONSOLIDATE:
             return True
-        return semantic.self_consolidation_allowed(self._rv, agent_id)
+        return self._rv.consolidation.allowed(agent_id)
 
     def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolResult:
         """Run tool ``name`` with ``arguments`` for ``ctx``. Never raises for what a caller sends (see the

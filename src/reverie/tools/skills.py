@@ -14,16 +14,15 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reverie.core.text import preview
 from reverie.errors import Conflict
 from reverie.tools import family
-from reverie.tools.base import ToolContext, ToolError, ToolResult, when
+from reverie.tools.base import ToolContext, ToolError, ToolResult
+from reverie.tools.services import ToolServices
 from reverie.types import Feedback, Skill
-
-if TYPE_CHECKING:
-    from reverie.engine.root import Reverie
+from reverie.views.plain import iso_z_or_none
 
 SUMMARY_CHARS = 300  # of a summary in a result line; ``data`` carries it whole
 
@@ -36,9 +35,9 @@ def skill_data(skill: Skill) -> dict[str, Any]:
         "content": skill.content,
         "see_also": list(skill.see_also),
         "version": skill.version,
-        "created_at": when(skill.created_at),
-        "updated_at": when(skill.updated_at),
-        "last_used_at": when(skill.last_used_at),
+        "created_at": iso_z_or_none(skill.created_at),
+        "updated_at": iso_z_or_none(skill.updated_at),
+        "last_used_at": iso_z_or_none(skill.last_used_at),
         "archived": skill.archived,
         "metadata": skill.metadata,
     }
@@ -53,7 +52,7 @@ def feedback_data(signal: Feedback) -> dict[str, Any]:
         "comment": signal.comment,
         "entry_ids": list(signal.entry_ids),
         "skill_names": list(signal.skill_names),
-        "created_at": when(signal.created_at),
+        "created_at": iso_z_or_none(signal.created_at),
     }
 
 
@@ -68,7 +67,7 @@ def empty_search(query: str) -> str:
     )
 
 
-def search_skills(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def search_skills(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     query = args["query"]
     found = rv.skills.search(ctx.agent_id, query, limit=args.get("limit"))
     hits = [
@@ -78,7 +77,7 @@ def search_skills(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolRe
             "score": round(h.score, 4),
             "matched_by": h.matched_by,
             "see_also": list(h.skill.see_also),
-            "last_used_at": when(h.skill.last_used_at),
+            "last_used_at": iso_z_or_none(h.skill.last_used_at),
         }
         for h in found.hits
     ]
@@ -91,7 +90,7 @@ def search_skills(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolRe
     return ToolResult("\n".join(lines), data)
 
 
-def get_skill(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def get_skill(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     skill = rv.skills.get(ctx.agent_id, args["name"])
     if skill.archived:
         raise ToolError(f"skill {skill.name!r} is archived; search_skills finds the live ones", kind="not_found")
@@ -103,7 +102,7 @@ def get_skill(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult
     return ToolResult("\n".join(text), skill_data(skill))
 
 
-def save_skill(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def save_skill(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         saved = rv.skills.save(
             ctx.agent_id, args["name"], args["summary"], args["content"], see_also=args.get("see_also")
@@ -116,7 +115,7 @@ def save_skill(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResul
     return ToolResult(f"{said[saved.outcome]} skill {skill.name} (version {skill.version}).", data)
 
 
-def record_feedback(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def record_feedback(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     session_id = args.get("session_id", ctx.session_id)
     if session_id is None:
         raise ToolError("session_id is required: this call has no session of its own", field="session_id")

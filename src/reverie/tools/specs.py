@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any, Final
 
 from reverie.graph.inputs import MAX_DEPTH, MAX_LIMIT, MAX_NAME_CHARS, MAX_REF_CHARS, MAX_SOURCES
+from reverie.keys.service import MEMORY_READ, MEMORY_WRITE
 from reverie.kv.service import MAX_KEY_CHARS, MAX_LIST_LIMIT
 from reverie.recall.hybrid import MODES
 from reverie.skills import inputs as skill_inputs
 from reverie.storage.skills import FEEDBACK_KINDS, RATINGS
 from reverie.tools import family
-from reverie.tools.base import MEMORY_READ, MEMORY_WRITE, ToolSpec
+from reverie.tools.base import ToolSpec
 
 SAVE_MEMORY: Final = "save_memory"
 SEARCH_MEMORY: Final = family.SEARCH_MEMORY

@@ -17,29 +17,28 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reverie.core import working_keys as keys
 from reverie.errors import ValidationError
 from reverie.tools import family
-from reverie.tools.base import ToolContext, ToolResult, when
+from reverie.tools.base import ToolContext, ToolResult
 from reverie.tools.longterm import QUERY_CHARS
+from reverie.tools.services import ToolServices
 from reverie.types import WorkingEntry
+from reverie.views.plain import iso_z_or_none
 from reverie.working.service import WorkingMemoryView, WorkingSearch, render_inventory
 
-if TYPE_CHECKING:
-    from reverie.engine.root import Reverie
 
-
-def _view(rv: Reverie, ctx: ToolContext) -> WorkingMemoryView:
+def _view(rv: ToolServices, ctx: ToolContext) -> WorkingMemoryView:
     return rv.working.for_namespace(ctx.working_namespace, agent_id=ctx.agent_id, background=ctx.background)
 
 
 def _entry_data(entry: WorkingEntry, *, value: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "key": entry.key,
-        "stored_at": when(entry.stored_at),
-        "expires_at": when(entry.expires_at),
+        "stored_at": iso_z_or_none(entry.stored_at),
+        "expires_at": iso_z_or_none(entry.expires_at),
         "category": entry.category,
         "tags": list(entry.tags),
     }
@@ -52,7 +51,7 @@ def _header(entry: WorkingEntry, now: datetime) -> str:
     return render_inventory([entry], now)
 
 
-def save_to_working_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def save_to_working_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     saved = _view(rv, ctx).save(
         args["key"],
         args["data"],
@@ -71,13 +70,13 @@ def save_to_working_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) 
     return ToolResult("\n".join(lines), data)
 
 
-def get_from_working_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def get_from_working_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     entry = _view(rv, ctx).get(args["key"])
     text = f"{_header(entry, rv.clock.now())}\n{entry.value}"
     return ToolResult(text, _entry_data(entry, value=True))
 
 
-def search_working_memory(rv: Reverie, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def search_working_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     view = _view(rv, ctx)
     with _stash_run(rv, ctx):
         found = view.search(
@@ -130,7 +129,7 @@ def _hits(found: WorkingSearch, now: datetime) -> list[str]:
 
 
 @contextmanager
-def _stash_run(rv: Reverie, ctx: ToolContext) -> Iterator[None]:
+def _stash_run(rv: ToolServices, ctx: ToolContext) -> Iterator[None]:
     """Bind the stash run of ``ctx.session_id`` unless the caller already bound one (see the module)."""
     if rv.stash.current_prefix() is not None or ctx.session_id is None:
         yield

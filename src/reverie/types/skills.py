@@ -86,3 +86,11 @@ class Feedback:
     comment: str | None = None
     entry_ids: tuple[str, ...] = ()
     skill_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SkillSaved:
+    """What a save did: ``outcome`` is ``created``, ``updated`` or ``unchanged``; ``skill`` as stored now."""
+
+    outcome: str
+    skill: Skill

@@ -20,6 +20,7 @@ from reverie.core import validate
 from reverie.errors import ValidationError
 from reverie.storage.base import Store
 from reverie.types import UsageRow, UsageSummary
+from reverie.views.plain import iso_z
 
 ROW_FIELDS = (
     "at",
@@ -96,10 +97,6 @@ def _csv(header: Sequence[str], lines: list[list[object]]) -> str:
     return buffer.getvalue()
 
 
-def _iso(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
-
-
 def calls_csv(rows: Sequence[UsageRow]) -> str:
     """One line per call under a ``ROW_FIELDS`` header. Times are ISO 8601 UTC, ``ok`` is ``true`` or
     ``false``, and cost is written in full (the float's ``repr``), so the column adds up as the store does."""
@@ -107,7 +104,7 @@ def calls_csv(rows: Sequence[UsageRow]) -> str:
         ROW_FIELDS,
         [
             [
-                _iso(r.at),
+                iso_z(r.at),
                 r.agent_id,
                 r.provider,
                 r.model,

@@ -6,7 +6,7 @@ Every safeguard of seed 001, in code:
   members are all reviewed-and-unchanged is never re-offered. A failed cluster scan degrades to the
   unreviewed entries alone, never to the whole corpus. Ids the model names outside the shown set are ignored.
 - A merge is applied only if the coverage check passes (one narrow repair call first, at most
-  ``repair_max_per_cycle`` a cycle); a rejected merge saves nothing, keeps its sources (even ones the model
+  ``merge_repair_max_per_cycle`` a cycle); a rejected merge saves nothing, keeps its sources (even ones the model
   also listed in ``toDelete``) and stamps them ``consolidationRejectedCluster`` / ``consolidationRejectedAt``.
 - Temporal arithmetic is the host's (``core.consolidation.merged_fields``); the merged entry records
   ``mergedFrom`` and ``mergedAt``, and evidence rows name every source.
@@ -69,16 +69,16 @@ PASS_NAME = "consolidation"
 
 @dataclass(frozen=True, slots=True)
 class ConsolidationConfig:
-    similarity: float = 0.88
+    similarity_threshold: float = 0.88
     max_cluster_size: int = 3
     min_interval_hours: float = 6.0
-    repair_enabled: bool = True
-    repair_max_per_cycle: int = 10
+    merge_repair_enabled: bool = True
+    merge_repair_max_per_cycle: int = 10
     max_entries_per_call: int = 40
     max_entries_per_cycle: int = 200
     related_per_entry: int = 2
-    protect_importance: float = 0.80
-    protect_reinforcement: int = 5
+    pruning_protection_importance: float = 0.80
+    pruning_protection_reinforcement_count: int = 5
     on_contradiction: str = SUPERSEDE  # memory.contradiction: a refused merge of two stances supersedes the older
 
 
@@ -211,7 +211,7 @@ class ConsolidationPass:
             clusters = near_duplicate_clusters(
                 self._items(ctx, pool),
                 [e.id for e in unreviewed],
-                threshold=self.config.similarity,
+                threshold=self.config.similarity_threshold,
                 max_size=self.config.max_cluster_size,
             )
         except Exception as exc:  # the scan failing must not widen what the model sees
@@ -348,7 +348,7 @@ class ConsolidationPass:
         if result.ok:
             return content
         cfg = self.config
-        if cfg.repair_enabled and tally.repair_attempts < cfg.repair_max_per_cycle:
+        if cfg.merge_repair_enabled and tally.repair_attempts < cfg.merge_repair_max_per_cycle:
             tally.repair_attempts += 1
             repaired = self._repair(ctx, content, sources, result.missing)
             if repaired is not None and check_coverage(cover, repaired, vocabulary=ctx.vocabulary).ok:
@@ -507,7 +507,8 @@ class ConsolidationPass:
         if current is None or current.archived:
             return
         cfg = self.config
-        if is_high_value(current, importance=cfg.protect_importance, reinforcement=cfg.protect_reinforcement):
+        protect = cfg.pruning_protection_importance, cfg.pruning_protection_reinforcement_count
+        if is_high_value(current, importance=protect[0], reinforcement=protect[1]):
             tally.protected += 1
             log.info("DreamService: kept [%s] above the high-value floor (proposed as ephemeral)", current.id)
             return

@@ -473,6 +473,45 @@ CREATE INDEX facts_created ON facts (agent_id, created_at);
 CREATE INDEX facts_subject_time ON facts (agent_id, left(metadata->>'subjectTime', 10));
 """
 
+# The telemetry logs the dream learns from (``storage.logs``), as SQLite's 0019_activity_logs: one database for
+# every host, so a dream worker anywhere reads every host's traffic. Session ids sort by code point (COLLATE
+# "C") for retention's listing. ``context_injected`` is the context builder's delta filter.
+_ACTIVITY_LOGS = """
+CREATE TABLE conversation_log (
+    seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_id   text NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    at         timestamptz NOT NULL,
+    record     jsonb NOT NULL
+);
+CREATE INDEX conversation_log_agent ON conversation_log (agent_id, session_id, seq);
+CREATE INDEX conversation_log_session ON conversation_log (session_id, seq);
+CREATE TABLE execution_log (
+    seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_id   text NOT NULL,
+    session_id text,
+    at         timestamptz NOT NULL,
+    record     jsonb NOT NULL
+);
+CREATE INDEX execution_log_agent_at ON execution_log (agent_id, at, seq);
+CREATE TABLE tool_call_log (
+    seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_id   text NOT NULL,
+    session_id text,
+    at         timestamptz NOT NULL,
+    record     jsonb NOT NULL
+);
+CREATE INDEX tool_call_log_agent_at ON tool_call_log (agent_id, at, seq);
+CREATE TABLE context_injected (
+    agent_id    text NOT NULL,
+    session_id  text NOT NULL,
+    entry_id    text NOT NULL,
+    injected_at timestamptz NOT NULL,
+    PRIMARY KEY (agent_id, session_id, entry_id),
+    FOREIGN KEY (agent_id, session_id) REFERENCES sessions (agent_id, session_id) ON DELETE CASCADE
+);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_kv_graph", _KV_GRAPH),
@@ -480,6 +519,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0005_skills_feedback", _SKILLS_FEEDBACK),
     ("0006_supersession_log", _SUPERSESSION_LOG),
     ("0007_time_index", _TIME_INDEX),
+    ("0008_activity_logs", _ACTIVITY_LOGS),
 ]
 
 

@@ -2,7 +2,7 @@
 
 Many processes on many hosts may open one database: every repository keeps its state in the database,
 log positions follow commit order per agent (``migrations``), and the dream lock is an advisory lock
-(``dream``). Backups are portable Reverie backups (an SQLite file, ``storage.portable``), so a backup of
+(``dream``). Backups are portable Reverie backups (an SQLite file, ``storage.backup``), so a backup of
 either backend restores into either.
 """
 
@@ -14,21 +14,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from reverie.storage import portable
+from reverie.storage import backup as portable_backup
 from reverie.storage.base import StoreOptions
 from reverie.storage.postgres import migrations
 from reverie.storage.postgres import rows as portable_rows
 from reverie.storage.postgres.database import Conn, PgDatabase, redact
 from reverie.storage.postgres.dream import PgDream
-from reverie.storage.postgres.facts import PgFacts, PgVersions
-from reverie.storage.postgres.keys import PgKeys
-from reverie.storage.postgres.knowledge import PgGraph, PgKv
-from reverie.storage.postgres.sessions import PgSessions
-from reverie.storage.postgres.skills import PgFeedback, PgSkills
-from reverie.storage.postgres.vectors import PgMeta, PgVectors
-from reverie.storage.postgres.working import PgWorking
+from reverie.storage.postgres.facts import PgFacts
+from reverie.storage.postgres.skills import PgSkills
+from reverie.storage.postgres.vectors import PgVectors
+from reverie.storage.sql.activity import SqlActivityLogs, SqlInjected
 from reverie.storage.sql.dialect import POSTGRES
+from reverie.storage.sql.facts import SqlVersions
+from reverie.storage.sql.graph import SqlGraph
+from reverie.storage.sql.keys import SqlKeys
+from reverie.storage.sql.kv import SqlKv
+from reverie.storage.sql.sessions import SqlSessions
+from reverie.storage.sql.skills import SqlFeedback
 from reverie.storage.sql.usage import SqlUsage
+from reverie.storage.sql.vectors import SqlMeta
+from reverie.storage.sql.working import SqlWorking
 from reverie.types import HealthReport, StoreStats
 
 
@@ -42,18 +47,20 @@ class PgStore:
         migrations.apply(self._db, now)
         self._db.open()
         self._facts = PgFacts(self._db)
-        self._versions = PgVersions(self._db)
+        self._versions = SqlVersions(self._db, POSTGRES)
         self._vectors = PgVectors(self._db)
-        self._meta = PgMeta(self._db)
+        self._meta = SqlMeta(self._db, POSTGRES)
         self._dream = PgDream(self._db)
-        self._sessions = PgSessions(self._db)
-        self._working = PgWorking(self._db)
-        self._keys = PgKeys(self._db)
+        self._sessions = SqlSessions(self._db, POSTGRES)
+        self._working = SqlWorking(self._db, POSTGRES)
+        self._keys = SqlKeys(self._db, POSTGRES)
         self._usage = SqlUsage(self._db, POSTGRES)
-        self._kv = PgKv(self._db)
-        self._graph = PgGraph(self._db)
+        self._logs = SqlActivityLogs(self._db, POSTGRES)
+        self._injected = SqlInjected(self._db, POSTGRES)
+        self._kv = SqlKv(self._db, POSTGRES)
+        self._graph = SqlGraph(self._db, POSTGRES, self.read_snapshot)
         self._skills = PgSkills(self._db)
-        self._feedback = PgFeedback(self._db)
+        self._feedback = SqlFeedback(self._db, POSTGRES)
         self._now = now
 
     @property
@@ -65,7 +72,7 @@ class PgStore:
         return self._facts
 
     @property
-    def versions(self) -> PgVersions:
+    def versions(self) -> SqlVersions:
         return self._versions
 
     @property
@@ -73,7 +80,7 @@ class PgStore:
         return self._vectors
 
     @property
-    def meta(self) -> PgMeta:
+    def meta(self) -> SqlMeta:
         return self._meta
 
     @property
@@ -81,15 +88,15 @@ class PgStore:
         return self._dream
 
     @property
-    def sessions(self) -> PgSessions:
+    def sessions(self) -> SqlSessions:
         return self._sessions
 
     @property
-    def working(self) -> PgWorking:
+    def working(self) -> SqlWorking:
         return self._working
 
     @property
-    def keys(self) -> PgKeys:
+    def keys(self) -> SqlKeys:
         return self._keys
 
     @property
@@ -97,11 +104,19 @@ class PgStore:
         return self._usage
 
     @property
-    def kv(self) -> PgKv:
+    def logs(self) -> SqlActivityLogs:
+        return self._logs
+
+    @property
+    def injected(self) -> SqlInjected:
+        return self._injected
+
+    @property
+    def kv(self) -> SqlKv:
         return self._kv
 
     @property
-    def graph(self) -> PgGraph:
+    def graph(self) -> SqlGraph:
         return self._graph
 
     @property
@@ -109,7 +124,7 @@ class PgStore:
         return self._skills
 
     @property
-    def feedback(self) -> PgFeedback:
+    def feedback(self) -> SqlFeedback:
         return self._feedback
 
     @property
@@ -202,10 +217,10 @@ class PgStore:
         return "ok" if not missing else f"{missing} entries have no version row"
 
     def backup(self, destination: Path) -> None:
-        portable.backup(self, destination, now=self._now)
+        portable_backup.backup(self, destination, now=self._now)
 
     def restore_backup(self, source: Path) -> None:
-        portable.restore(self, source, now=self._now)
+        portable_backup.restore(self, source, now=self._now)
 
     def vacuum(self) -> None:
         # VACUUM cannot run inside a transaction: a pooled connection is in autocommit.

@@ -1,7 +1,8 @@
-"""Vectors and store metadata on PostgreSQL + pgvector, with nearest-neighbour search in the database.
+"""Vectors on PostgreSQL + pgvector, with nearest-neighbour search in the database: what differs from the
+shared ``sql.vectors`` (the content check, the change log and its per-agent positions live there).
 
 Vectors arrive and leave as float32 bytes; the column is pgvector's ``vector`` with no fixed dimension, so
-one table holds every model's vectors.
+one table holds every model's vectors. They are read in binary (numpy arrays) and written as numpy arrays.
 
 The HNSW indexes (``NearestVectors``). Invariants:
 - One partial expression index per (model, dim): ``USING hnsw ((vector::vector(DIM)) vector_cosine_ops)
@@ -37,8 +38,9 @@ from typing import Any
 import numpy as np
 from psycopg import pq, sql
 
-from reverie.storage.base import VectorSnapshot
 from reverie.storage.postgres.database import Conn, PgDatabase
+from reverie.storage.sql.dialect import POSTGRES
+from reverie.storage.sql.vectors import INSERT, SqlVectors
 
 # Advisory-lock class (first key of pg_advisory_xact_lock) serialising CREATE INDEX of one (model, dim);
 # distinct from the classes in ``database``.
@@ -106,12 +108,12 @@ class HnswIndex:
         ).format(self._predicate, order)
 
 
-class PgVectors:
+class PgVectors(SqlVectors):
     """``VectorRepository`` and ``NearestVectors`` on PostgreSQL: pgvector columns, per-agent log
     watermarks (see ``migrations``), and HNSW search in the database (see the module docstring)."""
 
     def __init__(self, db: PgDatabase) -> None:
-        self._db = db
+        super().__init__(db, POSTGRES)
         self._indexed: set[tuple[str, int]] = set()  # (model, dim) whose index this process saw committed
         self._lock = threading.Lock()
 
@@ -122,43 +124,22 @@ class PgVectors:
         for _, _, vector in rows:
             if len(vector) != 4 * dim:
                 raise ValueError(f"a vector of {len(vector)} bytes is not {dim} float32 values")
-        if not rows:
-            return 0
+        return super().put_many(rows, model=model, dim=dim, at=at)
+
+    def _prepare(self, rows: list[tuple[str, str, bytes]], model: str, dim: int) -> None:
         self._ensure_index(HnswIndex(model, dim))
 
-        def work(c: Conn) -> int:
-            # Lock the entries first (in id order, so two writers cannot deadlock): an edit committed
-            # meanwhile is seen by the content check, and an edit after waits for this commit and then
-            # drops the vector written here. The content check makes a stale embedding a no-op.
-            found = c.execute(
-                "SELECT id, agent_id, content FROM facts WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
-                (sorted({fid for fid, _, _ in rows}),),
-            ).fetchall()
-            current = {str(fid): (str(agent), str(content)) for fid, agent, content in found}
-            # Row by row, as one write after another: every row of current text counts, the last one stays.
-            kept: dict[str, tuple[str, bytes]] = {}
-            written = 0
-            for fid, text, vector in rows:
-                if fid in current and current[fid][1] == text:
-                    kept[fid] = (current[fid][0], vector)
-                    written += 1
-            if not kept:
-                return 0
-            # Delete + insert (not an in-place update) so the log triggers record the change for every
-            # process's index.
-            c.execute("DELETE FROM fact_vectors WHERE fact_id = ANY(%s)", (list(kept),))
-            with c.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO fact_vectors (fact_id, agent_id, model, dim, vector, embedded_at)"
-                    " VALUES (%s, %s, %s, %s, %s, %s)",
-                    [
-                        (fid, agent, model, dim, np.frombuffer(vector, dtype=np.float32), at)
-                        for fid, (agent, vector) in kept.items()
-                    ],
-                )
-            return written
+    def _vector_in(self, vector: bytes) -> Any:
+        return np.frombuffer(vector, dtype=np.float32)
 
-        return self._db.write(work)
+    def _insert(self, c: Conn, rows: list[tuple[Any, ...]]) -> None:
+        with c.cursor() as cur:
+            cur.executemany(self._d.sql(INSERT), rows)
+
+    def _vectors(self, c: Conn, statement: str, params: list[Any]) -> list[tuple[str, bytes | None]]:
+        # Binary: pgvector hands the vectors over as numpy arrays, not text to parse.
+        rows = c.execute(self._d.sql(statement), params, binary=True).fetchall()
+        return [(str(r[0]), None if r[1] is None else _blob(r[1])) for r in rows]
 
     def _ensure_index(self, index: HnswIndex) -> None:
         """Make ``index`` unless this process saw it already, in a transaction of its own holding no other
@@ -194,50 +175,6 @@ class PgVectors:
         for model, dim in pairs:
             self._ensure_index(HnswIndex(str(model), int(dim)))
 
-    def pending(self, model: str, limit: int, after: int = 0) -> list[tuple[int, str, str]]:
-        sql_text = (
-            "SELECT f.seq, f.id, f.content FROM facts f"
-            " WHERE f.seq > %s AND NOT EXISTS (SELECT 1 FROM fact_vectors v WHERE v.fact_id = f.id AND v.model = %s)"
-            " ORDER BY f.seq LIMIT %s"
-        )
-        rows = self._db.read(lambda c: c.execute(sql_text, (after, model, limit)).fetchall())
-        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
-
-    def snapshot(self, agent_id: str, model: str) -> VectorSnapshot:
-        def work(c: Conn) -> VectorSnapshot:
-            # The watermark is read first: a change committed after it is replayed later, harmlessly.
-            mark = _watermark(c, agent_id)
-            rows = c.execute(
-                "SELECT fact_id, vector FROM fact_vectors WHERE agent_id = %s AND model = %s ORDER BY seq",
-                (agent_id, model),
-                binary=True,
-            ).fetchall()
-            return VectorSnapshot(watermark=mark, vectors=[(str(r[0]), _blob(r[1])) for r in rows])
-
-        return self._db.read(work)
-
-    def changes(self, agent_id: str, model: str, after: int) -> VectorSnapshot:
-        def work(c: Conn) -> VectorSnapshot:
-            mark = _watermark(c, agent_id)
-            if mark <= after:
-                return VectorSnapshot(watermark=after, vectors=[])
-            rows = c.execute(
-                "SELECT l.fact_id, v.vector FROM (SELECT fact_id, max(seq) AS last FROM vector_log"
-                "  WHERE agent_id = %s AND model = %s AND seq > %s AND seq <= %s GROUP BY fact_id) l"
-                " LEFT JOIN fact_vectors v ON v.fact_id = l.fact_id AND v.model = %s ORDER BY l.last",
-                (agent_id, model, after, mark, model),
-                binary=True,
-            ).fetchall()
-            return VectorSnapshot(
-                watermark=mark, vectors=[(str(r[0]), None if r[1] is None else _blob(r[1])) for r in rows]
-            )
-
-        return self._db.read(work)
-
-    def counts(self) -> dict[str, int]:
-        rows = self._db.read(lambda c: c.execute("SELECT model, count(*) FROM fact_vectors GROUP BY model").fetchall())
-        return {str(model): int(n) for model, n in rows}
-
     def nearest(self, agent_id: str, model: str, query: bytes, k: int) -> list[tuple[str, float]]:
         """The ``k`` vectors of ``model`` nearest ``query`` among the agent's, as (fact_id, cosine
         similarity), best first. Candidates only: archived entries included, the caller hydrates."""
@@ -264,34 +201,7 @@ class PgVectors:
         return found
 
 
-def _watermark(c: Conn, agent_id: str) -> int:
-    """The agent's vector-log position: max(seq) of its rows, every model (0 when none). The log lock
-    makes an agent's positions follow commit order, so no earlier position of the agent can appear later."""
-    row = c.execute("SELECT coalesce(max(seq), 0) FROM vector_log WHERE agent_id = %s", (agent_id,)).fetchone()
-    return int(row[0]) if row else 0
-
-
 def _similarity(score: Any) -> float:
     """A cosine similarity; a zero vector's (NaN, undefined) counts as 0, as in the in-memory index."""
     value = float(score) if score is not None else 0.0
     return value if math.isfinite(value) else 0.0
-
-
-class PgMeta:
-    """``MetaRepository`` on PostgreSQL."""
-
-    def __init__(self, db: PgDatabase) -> None:
-        self._db = db
-
-    def get(self, key: str) -> str | None:
-        row = self._db.read(lambda c: c.execute("SELECT value FROM store_meta WHERE key = %s", (key,)).fetchone())
-        return None if row is None else str(row[0])
-
-    def set(self, key: str, value: str) -> None:
-        self._db.write(
-            lambda c: c.execute(
-                "INSERT INTO store_meta (key, value) VALUES (%s, %s)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
-        )

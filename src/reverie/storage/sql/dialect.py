@@ -17,7 +17,7 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -93,11 +93,71 @@ class Dialect:
     def least(self, *terms: str) -> str:
         return f"{'least' if self.postgres else 'min'}({', '.join(terms)})"
 
+    def for_update(self, strength: str = "UPDATE") -> str:
+        """`` FOR <strength>`` (row locks held until commit) to end a SELECT on PostgreSQL; nothing on SQLite,
+        whose one writer at a time already keeps the rows a write has read from changing under it."""
+        return f" FOR {strength}" if self.postgres else ""
+
+    def any_of(self, column: str, values: list[Any]) -> tuple[str, list[Any]]:
+        """A condition that ``column`` is one of ``values``, and its parameters: ``= ANY(?)`` with one array
+        on PostgreSQL, ``IN (?, ...)`` on SQLite (give it one ``batches`` batch at a time)."""
+        if self.postgres:
+            return f"{column} = ANY(?)", [list(values)]
+        return f"{column} IN ({', '.join('?' * len(values))})", list(values)
+
+    def batches(self, values: list[Any], size: int = 500) -> Iterator[list[Any]]:
+        """``values`` in lists that keep ``any_of`` under SQLite's bound-parameter limit; one list on
+        PostgreSQL (an array is one parameter). Nothing at all when ``values`` is empty."""
+        step = max(len(values), 1) if self.postgres else size
+        for start in range(0, len(values), step):
+            yield values[start : start + step]
+
+    def contains(self, haystack: str, needle: str) -> str:
+        """A condition that text ``haystack`` holds ``needle`` (SQL expressions), character for character:
+        ``%`` and ``_`` are plain text (``instr`` on SQLite, ``strpos`` on PostgreSQL, never ``LIKE``)."""
+        return f"{'strpos' if self.postgres else 'instr'}({haystack}, {needle}) > 0"
+
+    def json_elements(self, column: str, alias: str) -> str:
+        """A FROM item: the elements of the JSON array ``column`` as text, one row each, in ``<alias>.value``."""
+        if self.postgres:
+            return f"jsonb_array_elements_text({column}) {alias}(value)"
+        return f"json_each({column}) {alias}"
+
+    def unindexed(self, expression: str) -> str:
+        """``expression`` kept off its indexes: SQLite's unary ``+``, for a query whose planner would pick a
+        worse index; PostgreSQL's planner, costing with statistics, needs no hint (and has no text ``+``)."""
+        return expression if self.postgres else f"+{expression}"
+
     def json_text(self, column: str, key: str) -> str:
         """The text of top-level ``key`` of JSON ``column`` (None when absent); ``key`` is a trusted name."""
         if self.postgres:
             return f"({column} ->> '{key}')"
         return f"json_extract({column}, '$.\"{key}\"')"
+
+    def starts_with(self, column: str, prefix: str) -> tuple[str, tuple[Any, ...]]:
+        """A condition that text ``column`` begins with ``prefix``, and its parameters. It compares characters
+        (``substr`` on SQLite, whose ``>=`` on the binary collation lets it use an index; ``starts_with`` on
+        PostgreSQL, with no collation-ordered ``>=`` that a locale could change), never ``LIKE``: ``%`` and
+        ``_`` are plain text."""
+        if self.postgres:
+            return f"starts_with({column}, ?)", (prefix,)
+        return f"{column} >= ? AND substr({column}, 1, ?) = ?", (prefix, len(prefix), prefix)
+
+    def in_list(self, column: str) -> str:
+        """The condition that ``column`` equals one of the strings of one parameter, ``text_list(values)``
+        (a JSON array read by ``json_each`` on SQLite, a ``text[]`` on PostgreSQL): one parameter however
+        many values, so no batching under SQLite's bound-parameter limit (``any_of``)."""
+        if self.postgres:
+            return f"{column} = ANY(?::text[])"
+        return f"{column} IN (SELECT value FROM json_each(?))"
+
+    def json_has_any(self, column: str) -> str:
+        """The condition that JSON array ``column`` holds one of the strings of one parameter,
+        ``text_list(values)``. PostgreSQL tests containment (``@>``), which a GIN index on the column serves;
+        its ``?|`` operator cannot be written here, as ``sql()`` reads every ``?`` as a placeholder."""
+        if self.postgres:
+            return f"{column} @> ANY(ARRAY(SELECT to_jsonb(v) FROM unnest(?::text[]) v))"
+        return f"EXISTS (SELECT 1 FROM json_each({column}) j WHERE j.value IN (SELECT value FROM json_each(?)))"
 
     # -- values ----------------------------------------------------------------------------------------
     def ts(self, value: datetime) -> Any:
@@ -132,11 +192,39 @@ class Dialect:
     def json_or_none(self, value: Any) -> Any:
         return None if value is None else self.json(value)
 
+    def json_now(self, value: Any) -> Any:
+        """A JSON parameter serialised now rather than when the statement runs: a value that cannot be stored
+        (NaN, an object json cannot encode) raises ``ValueError`` / ``TypeError`` here, before any write."""
+        text = _dumps(value)
+        if self.postgres:
+            from psycopg.types.json import Jsonb
+
+            return Jsonb(text, dumps=_as_is)
+        return text
+
     def json_out(self, value: Any) -> Any:
         """A stored JSON value as Python values (PostgreSQL hands ``jsonb`` back decoded already)."""
         if value is None or not isinstance(value, str | bytes):
             return value
         return json.loads(value) if not self.postgres else value
+
+    def text_list(self, values: Iterable[str]) -> Any:
+        """The parameter of ``in_list`` / ``json_has_any``: JSON array text on SQLite, a list on PostgreSQL."""
+        return list(values) if self.postgres else json.dumps(list(values))
+
+    def json_encoded(self, text: str | None) -> Any:
+        """A JSON parameter from JSON text a caller already encoded and checked (a codec's ``dumps``), sent as
+        is: ``jsonb`` on PostgreSQL, text on SQLite. None stays NULL."""
+        if text is None or not self.postgres:
+            return text
+        from psycopg.types.json import Jsonb
+
+        return Jsonb(text, dumps=_as_is)
+
+
+def _as_is(text: str) -> str:
+    # The dumps of a JSON parameter already serialised (json_now).
+    return text
 
 
 @lru_cache(maxsize=2048)

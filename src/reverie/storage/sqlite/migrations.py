@@ -556,6 +556,46 @@ CREATE INDEX facts_created ON facts (agent_id, created_at);
 CREATE INDEX facts_subject_time ON facts (agent_id, substr(json_extract(metadata, '$.subjectTime'), 1, 10));
 """
 
+# The telemetry logs the dream learns from (``storage.logs``), once JSONL files in each host's home: every row
+# the record as those files held it, with the columns readers filter by. AUTOINCREMENT: ``seq`` is the order
+# of appending and is never reused, even after retention deleted the newest rows. ``context_injected`` is the
+# context builder's delta filter, which goes with its session.
+_ACTIVITY_LOGS = """
+CREATE TABLE conversation_log (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id   TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    at         TEXT NOT NULL,
+    record     TEXT NOT NULL
+);
+CREATE INDEX conversation_log_agent ON conversation_log (agent_id, session_id, seq);
+CREATE INDEX conversation_log_session ON conversation_log (session_id, seq);
+CREATE TABLE execution_log (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id   TEXT NOT NULL,
+    session_id TEXT,
+    at         TEXT NOT NULL,
+    record     TEXT NOT NULL
+);
+CREATE INDEX execution_log_agent_at ON execution_log (agent_id, at, seq);
+CREATE TABLE tool_call_log (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id   TEXT NOT NULL,
+    session_id TEXT,
+    at         TEXT NOT NULL,
+    record     TEXT NOT NULL
+);
+CREATE INDEX tool_call_log_agent_at ON tool_call_log (agent_id, at, seq);
+CREATE TABLE context_injected (
+    agent_id    TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    entry_id    TEXT NOT NULL,
+    injected_at TEXT NOT NULL,
+    PRIMARY KEY (agent_id, session_id, entry_id),
+    FOREIGN KEY (agent_id, session_id) REFERENCES sessions (agent_id, session_id) ON DELETE CASCADE
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -574,6 +614,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0016_skills_feedback", _SKILLS_FEEDBACK),
     ("0017_supersession_log", _SUPERSESSION_LOG),
     ("0018_time_index", _TIME_INDEX),
+    ("0019_activity_logs", _ACTIVITY_LOGS),
 ]
 
 

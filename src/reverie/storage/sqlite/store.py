@@ -12,19 +12,22 @@ from typing import Any
 
 from reverie.errors import StorageError
 from reverie.storage.base import StoreOptions
+from reverie.storage.sql.activity import SqlActivityLogs, SqlInjected
 from reverie.storage.sql.dialect import SQLITE
+from reverie.storage.sql.dream import SqlDream
+from reverie.storage.sql.facts import SqlVersions
+from reverie.storage.sql.graph import SqlGraph
+from reverie.storage.sql.keys import SqlKeys
+from reverie.storage.sql.kv import SqlKv
+from reverie.storage.sql.sessions import SqlSessions
+from reverie.storage.sql.skills import SqlFeedback, SqlSkills
 from reverie.storage.sql.usage import SqlUsage
+from reverie.storage.sql.vectors import SqlMeta, SqlVectors
+from reverie.storage.sql.working import SqlWorking
 from reverie.storage.sqlite import migrations
 from reverie.storage.sqlite import rows as portable_rows
 from reverie.storage.sqlite.database import Database
-from reverie.storage.sqlite.dream import SqliteDream
-from reverie.storage.sqlite.facts import SqliteFacts, SqliteVersions
-from reverie.storage.sqlite.keys import SqliteKeys
-from reverie.storage.sqlite.knowledge import SqliteGraph, SqliteKv
-from reverie.storage.sqlite.sessions import SqliteSessions
-from reverie.storage.sqlite.skills import SqliteFeedback, SqliteSkills
-from reverie.storage.sqlite.vectors import SqliteMeta, SqliteVectors
-from reverie.storage.sqlite.working import SqliteWorking
+from reverie.storage.sqlite.facts import SqliteFacts
 from reverie.types import HealthReport, StoreStats
 
 
@@ -42,18 +45,20 @@ class SqliteStore:
             synchronous=options.synchronous,
         )
         self._facts = SqliteFacts(self._db)
-        self._versions = SqliteVersions(self._db)
-        self._vectors = SqliteVectors(self._db)
-        self._meta = SqliteMeta(self._db)
-        self._dream = SqliteDream(self._db)
-        self._sessions = SqliteSessions(self._db)
-        self._working = SqliteWorking(self._db)
-        self._keys = SqliteKeys(self._db)
+        self._versions = SqlVersions(self._db, SQLITE)
+        self._vectors = SqlVectors(self._db, SQLITE)
+        self._meta = SqlMeta(self._db, SQLITE)
+        self._dream = SqlDream(self._db, SQLITE)
+        self._sessions = SqlSessions(self._db, SQLITE)
+        self._working = SqlWorking(self._db, SQLITE)
+        self._keys = SqlKeys(self._db, SQLITE)
         self._usage = SqlUsage(self._db, SQLITE)
-        self._kv = SqliteKv(self._db)
-        self._graph = SqliteGraph(self._db)
-        self._skills = SqliteSkills(self._db)
-        self._feedback = SqliteFeedback(self._db)
+        self._logs = SqlActivityLogs(self._db, SQLITE)
+        self._injected = SqlInjected(self._db, SQLITE)
+        self._kv = SqlKv(self._db, SQLITE)
+        self._graph = SqlGraph(self._db, SQLITE, self.read_snapshot)
+        self._skills = SqlSkills(self._db, SQLITE)
+        self._feedback = SqlFeedback(self._db, SQLITE)
         try:
             migrations.apply(self._db, now)
         except BaseException:
@@ -70,31 +75,31 @@ class SqliteStore:
         return self._facts
 
     @property
-    def versions(self) -> SqliteVersions:
+    def versions(self) -> SqlVersions:
         return self._versions
 
     @property
-    def vectors(self) -> SqliteVectors:
+    def vectors(self) -> SqlVectors:
         return self._vectors
 
     @property
-    def meta(self) -> SqliteMeta:
+    def meta(self) -> SqlMeta:
         return self._meta
 
     @property
-    def dream(self) -> SqliteDream:
+    def dream(self) -> SqlDream:
         return self._dream
 
     @property
-    def sessions(self) -> SqliteSessions:
+    def sessions(self) -> SqlSessions:
         return self._sessions
 
     @property
-    def working(self) -> SqliteWorking:
+    def working(self) -> SqlWorking:
         return self._working
 
     @property
-    def keys(self) -> SqliteKeys:
+    def keys(self) -> SqlKeys:
         return self._keys
 
     @property
@@ -102,19 +107,27 @@ class SqliteStore:
         return self._usage
 
     @property
-    def kv(self) -> SqliteKv:
+    def logs(self) -> SqlActivityLogs:
+        return self._logs
+
+    @property
+    def injected(self) -> SqlInjected:
+        return self._injected
+
+    @property
+    def kv(self) -> SqlKv:
         return self._kv
 
     @property
-    def graph(self) -> SqliteGraph:
+    def graph(self) -> SqlGraph:
         return self._graph
 
     @property
-    def skills(self) -> SqliteSkills:
+    def skills(self) -> SqlSkills:
         return self._skills
 
     @property
-    def feedback(self) -> SqliteFeedback:
+    def feedback(self) -> SqlFeedback:
         return self._feedback
 
     def transaction(self) -> AbstractContextManager[None]:
