@@ -26,7 +26,7 @@ from reverie.storage import open_store, store_url
 from reverie.storage.base import FactFilter, LedgerStamp, Store
 from reverie.storage.portable import TABLES, copy
 from reverie.storage.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
-from reverie.storage.sqlite.migrations import MIGRATIONS
+from reverie.storage.sqlite.schema import MIGRATIONS
 from reverie.types import Entity, Evidence, Relation, UsageRow
 
 runner = CliRunner()

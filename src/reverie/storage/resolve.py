@@ -80,7 +80,7 @@ def pending_migrations(url: str) -> list[str]:
     anything (``reverie migrate --dry-run``). A store that does not exist yet has them all pending."""
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
-        from reverie.storage.sqlite.migrations import MIGRATIONS
+        from reverie.storage.sqlite.schema import MIGRATIONS
 
         return [name for name, _ in MIGRATIONS if name not in _sqlite_applied(_sqlite_path(url))]
     if parsed.scheme in ("postgresql", "postgres"):

@@ -1,4 +1,5 @@
-"""Portable rows on PostgreSQL (``Store.export_rows`` / ``import_rows``; catalog: ``storage.portable``).
+"""Portable rows on PostgreSQL (``Store.export_rows`` / ``import_rows``; catalog: ``storage.portable``; the
+shared part: ``sql.rows``).
 
 Columns have native types (timestamptz, jsonb, boolean, double precision, vector), so the conversion is
 light: jsonb goes in as ``Jsonb``, a vector as a numpy float32 array (pgvector's adapter) and comes back
@@ -8,7 +9,8 @@ Invariants:
 - An export streams the table through a server-side cursor inside a transaction (the caller's
   ``read_snapshot`` when open: one repeatable-read state for every table), ordered as the catalog says
   with text keys compared byte-wise (``COLLATE "C"``, SQLite's order), so both backends export a table
-  in the same order.
+  in the same order. While it runs, this thread's statements on the database join its transaction (it
+  holds one connection until exhausted or closed).
 - An import is one transaction (or joins the caller's). The generated ``seq`` columns number the rows in
   import order; ``search_text`` and the change logs are written by the triggers.
 - ``working_entries_order`` (the sequence the working repository numbers writes with) never moves back,
@@ -17,108 +19,74 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
 import numpy as np
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
-from reverie.errors import StorageError
-from reverie.storage.portable import Kind, Table, table
+from reverie.storage.portable import Kind, Table
 from reverie.storage.postgres.database import Conn, PgDatabase
-
-_BATCH = 500
-
-
-def _order_by(t: Table) -> str:
-    kinds = dict(t.columns)
-    return ", ".join(f'{key} COLLATE "C"' if kinds.get(key) is Kind.TEXT else key for key in t.order)
+from reverie.storage.sql.dialect import POSTGRES
+from reverie.storage.sql.rows import BATCH, SqlRows, order_by
 
 
-def _value_out(kind: Kind, value: Any) -> Any:
-    if value is None:
-        return None
-    if kind is Kind.TIME:
-        return value.astimezone(UTC)
-    if kind is Kind.VECTOR:
-        # pgvector >= 0.4 loads a ``Vector``; older versions a numpy array. Binary transfer: exact float32.
-        array = value.to_numpy() if hasattr(value, "to_numpy") else value
-        return np.asarray(array, dtype=np.float32).tobytes()
-    if kind is Kind.INT:
-        return int(value)
-    if kind is Kind.FLOAT:
-        return float(value)
-    if kind is Kind.BOOL:
-        return bool(value)
-    return value
+class PgRows(SqlRows):
+    """Portable rows of one PostgreSQL database."""
 
+    def __init__(self, db: PgDatabase) -> None:
+        super().__init__(db, POSTGRES)
+        self._pool = db
 
-def _value_in(kind: Kind, value: Any) -> Any:
-    if value is None:
-        return None
-    if kind is Kind.TIME:
-        if not isinstance(value, datetime) or value.tzinfo is None:
-            raise TypeError(f"expected an aware datetime, got {value!r}")
-        return value
-    if kind is Kind.JSON:
-        return Jsonb(value)
-    if kind is Kind.VECTOR:
-        return np.frombuffer(bytes(value), dtype=np.float32)
-    if kind is Kind.BOOL:
-        return bool(value)
-    return value
+    def _out(self, kind: Kind, value: Any) -> Any:
+        if kind is Kind.TIME:
+            return value.astimezone(UTC)
+        if kind is Kind.VECTOR:
+            # pgvector >= 0.4 loads a ``Vector``; older versions a numpy array. Binary transfer: exact float32.
+            array = value.to_numpy() if hasattr(value, "to_numpy") else value
+            return np.asarray(array, dtype=np.float32).tobytes()
+        return value  # jsonb comes back decoded
 
+    def _in(self, kind: Kind, value: Any) -> Any:
+        if kind is Kind.JSON:
+            return Jsonb(value)
+        if kind is Kind.VECTOR:
+            return np.frombuffer(bytes(value), dtype=np.float32)
+        if kind is Kind.BOOL:
+            return bool(value)
+        return value  # an aware datetime travels as is
 
-def _row_in(t: Table, row: dict[str, Any]) -> tuple[Any, ...]:
-    if len(row) != len(t.columns) or not all(name in row for name in t.names):
-        raise StorageError(f"{t.name}: a row must have exactly the columns {', '.join(t.names)}; got {sorted(row)}")
-    try:
-        return tuple(_value_in(kind, row[name]) for name, kind in t.columns)
-    except (TypeError, ValueError) as exc:
-        raise StorageError(f"{t.name}: {exc}") from exc
+    def _scan(self, t: Table) -> Generator[Sequence[Any], None, None]:
+        sql = f"SELECT {', '.join(t.names)} FROM {t.name} ORDER BY {order_by(t, POSTGRES)}"
+        with self._pool.transaction():  # a cursor that streams needs a transaction (joins the snapshot when open)
+            conn: Conn = self._pool.read(lambda c: c)
+            with conn.cursor(name=f"reverie_export_{t.name}", binary=True) as cursor:
+                cursor.itersize = BATCH
+                cursor.execute(sql)
+                yield from cursor
 
-
-def export_rows(db: PgDatabase, name: str) -> Iterator[dict[str, Any]]:
-    """``Store.export_rows`` on PostgreSQL. While the generator runs, this thread's statements on ``db``
-    join its transaction (it holds one connection until exhausted or closed)."""
-    t = table(name)
-    sql = f"SELECT {', '.join(t.names)} FROM {t.name} ORDER BY {_order_by(t)}"
-    with db.transaction():  # a cursor that streams needs a transaction (joins the snapshot when open)
-        conn: Conn = db.read(lambda c: c)
-        with conn.cursor(name=f"reverie_export_{t.name}", binary=True) as cursor:
-            cursor.itersize = _BATCH
-            cursor.execute(sql)
-            for row in cursor:
-                yield {column: _value_out(kind, value) for (column, kind), value in zip(t.columns, row, strict=True)}
-
-
-def import_rows(db: PgDatabase, name: str, rows: Iterable[dict[str, Any]]) -> int:
-    """``Store.import_rows`` on PostgreSQL: ``executemany`` in batches, inside one transaction."""
-    t = table(name)
-    sql = f"INSERT INTO {t.name} ({', '.join(t.names)}) VALUES ({', '.join('%s' for _ in t.columns)})"
-    total = 0
-    batch: list[tuple[Any, ...]] = []
-
-    def flush(c: Conn) -> None:
+    def _insert_many(self, c: Conn, statement: str, batch: list[tuple[Any, ...]]) -> None:
         with c.cursor() as cursor:
-            cursor.executemany(sql, batch)
+            cursor.executemany(statement, batch)
 
-    with db.transaction():
-        for row in rows:
-            batch.append(_row_in(t, row))
-            if len(batch) >= _BATCH:
-                db.write(flush)
-                total += len(batch)
-                batch = []
-        if batch:
-            db.write(flush)
-            total += len(batch)
+    def _after_import(self, t: Table, total: int) -> None:
         if t.name == "working_entries" and total:
-            db.write(_advance_working_order)
-    return total
+            self._pool.write(_advance_working_order)
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """A read-only repeatable-read transaction on this thread: every read inside sees one state while other
+        sessions go on writing. Inside an open transaction, that one is the snapshot."""
+        status = self._pool.read(lambda c: c.info.transaction_status)
+        if status != TransactionStatus.IDLE:
+            yield
+            return
+        with self._pool.transaction():
+            self._pool.read(lambda c: c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+            yield
 
 
 def _advance_working_order(c: Conn) -> None:
@@ -127,27 +95,3 @@ def _advance_working_order(c: Conn) -> None:
         "SELECT setval('working_entries_order', greatest((SELECT max(seq) FROM working_entries),"
         " (SELECT last_value FROM working_entries_order)))"
     )
-
-
-def count_rows(db: PgDatabase, name: str) -> int:
-    t = table(name)
-    row = db.read(lambda c: c.execute(f"SELECT count(*) FROM {t.name}").fetchone())
-    return 0 if row is None else int(row[0])
-
-
-def delete_rows(db: PgDatabase, name: str) -> int:
-    t = table(name)
-    return int(db.write(lambda c: c.execute(f"DELETE FROM {t.name}").rowcount))
-
-
-@contextmanager
-def read_snapshot(db: PgDatabase) -> Iterator[None]:
-    """A read-only repeatable-read transaction on this thread: every read inside sees one state while other
-    sessions go on writing. Inside an open transaction, that one is the snapshot."""
-    status = db.read(lambda c: c.info.transaction_status)
-    if status != TransactionStatus.IDLE:
-        yield
-        return
-    with db.transaction():
-        db.read(lambda c: c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
-        yield

@@ -100,14 +100,20 @@ class Dialect:
 
     def any_of(self, column: str, values: list[Any]) -> tuple[str, list[Any]]:
         """A condition that ``column`` is one of ``values``, and its parameters: ``= ANY(?)`` with one array
-        on PostgreSQL, ``IN (?, ...)`` on SQLite (give it one ``batches`` batch at a time)."""
+        on PostgreSQL, ``IN (?, ...)`` on SQLite (give it one ``batches`` batch at a time).
+
+        When to use it rather than ``in_list``: values of any type (integer ``seq``, not only text), and a
+        statement that may run once per batch (no ``LIMIT`` or order across every value). SQLite sees a list
+        of bound values, so its planner probes the column's index once per value (``SqlFacts.get_many``'s
+        unary-``+`` note relies on that plan)."""
         if self.postgres:
             return f"{column} = ANY(?)", [list(values)]
         return f"{column} IN ({', '.join('?' * len(values))})", list(values)
 
     def batches(self, values: list[Any], size: int = 500) -> Iterator[list[Any]]:
         """``values`` in lists that keep ``any_of`` under SQLite's bound-parameter limit; one list on
-        PostgreSQL (an array is one parameter). Nothing at all when ``values`` is empty."""
+        PostgreSQL (an array is one parameter). Nothing at all when ``values`` is empty, so a caller runs no
+        statement then. Only for ``any_of``: ``in_list`` takes the whole list as one parameter."""
         step = max(len(values), 1) if self.postgres else size
         for start in range(0, len(values), step):
             yield values[start : start + step]
@@ -146,7 +152,11 @@ class Dialect:
     def in_list(self, column: str) -> str:
         """The condition that ``column`` equals one of the strings of one parameter, ``text_list(values)``
         (a JSON array read by ``json_each`` on SQLite, a ``text[]`` on PostgreSQL): one parameter however
-        many values, so no batching under SQLite's bound-parameter limit (``any_of``)."""
+        many values, so no batching under SQLite's bound-parameter limit (``any_of``).
+
+        When to use it rather than ``any_of``: text values in a statement that must stay one statement (a
+        ``LIMIT`` or an ``ORDER BY`` over every match, one ``rowcount``, the same list in two conditions).
+        Text only (``?::text[]``); an empty list is a statement that matches nothing."""
         if self.postgres:
             return f"{column} = ANY(?::text[])"
         return f"{column} IN (SELECT value FROM json_each(?))"
@@ -209,7 +219,8 @@ class Dialect:
         return json.loads(value) if not self.postgres else value
 
     def text_list(self, values: Iterable[str]) -> Any:
-        """The parameter of ``in_list`` / ``json_has_any``: JSON array text on SQLite, a list on PostgreSQL."""
+        """The parameter of ``in_list`` / ``json_has_any``: JSON array text on SQLite, a list on PostgreSQL.
+        Never a parameter of ``any_of``, which takes the values themselves (``batches``)."""
         return list(values) if self.postgres else json.dumps(list(values))
 
     def json_encoded(self, text: str | None) -> Any:

@@ -1,192 +1,77 @@
-"""``Store`` on one SQLite file: repositories, transactions, migrations and maintenance."""
+"""``Store`` on one SQLite file: its connections, migrations and maintenance (the rest: ``sql.store``).
+
+What differs from PostgreSQL: the store is a file (``-wal`` and ``-shm`` beside it count in its size), the
+integrity check is SQLite's own, the full-text index is FTS5 (rebuilt from the facts table on repair), and a
+backup is the file itself, copied through the online-backup API.
+"""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, closing
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from reverie.errors import StorageError
 from reverie.storage.base import StoreOptions
-from reverie.storage.sql.activity import SqlActivityLogs, SqlInjected
 from reverie.storage.sql.dialect import SQLITE
 from reverie.storage.sql.dream import SqlDream
-from reverie.storage.sql.facts import SqlVersions
-from reverie.storage.sql.graph import SqlGraph
-from reverie.storage.sql.keys import SqlKeys
-from reverie.storage.sql.kv import SqlKv
-from reverie.storage.sql.sessions import SqlSessions
-from reverie.storage.sql.skills import SqlFeedback, SqlSkills
-from reverie.storage.sql.usage import SqlUsage
-from reverie.storage.sql.vectors import SqlMeta, SqlVectors
-from reverie.storage.sql.working import SqlWorking
+from reverie.storage.sql.skills import SqlSkills
+from reverie.storage.sql.store import SqlStore
+from reverie.storage.sql.vectors import SqlVectors
 from reverie.storage.sqlite import migrations
-from reverie.storage.sqlite import rows as portable_rows
 from reverie.storage.sqlite.database import Database
 from reverie.storage.sqlite.facts import SqliteFacts
-from reverie.types import HealthReport, StoreStats
+from reverie.storage.sqlite.rows import SqliteRows
 
 
-class SqliteStore:
+class SqliteStore(SqlStore[Database, SqliteFacts, SqlVectors, SqlDream, SqlSkills]):
     """The embedded backend. Safe to share between threads; any number of processes may open the file."""
 
     def __init__(self, path: Path, *, now: datetime, options: StoreOptions | None = None) -> None:
         options = options or StoreOptions()
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = Database(
+        db = Database(
             path,
             busy_timeout_ms=options.busy_timeout_ms,
             lock_wait_seconds=options.lock_wait_seconds,
             synchronous=options.synchronous,
         )
-        self._facts = SqliteFacts(self._db)
-        self._versions = SqlVersions(self._db, SQLITE)
-        self._vectors = SqlVectors(self._db, SQLITE)
-        self._meta = SqlMeta(self._db, SQLITE)
-        self._dream = SqlDream(self._db, SQLITE)
-        self._sessions = SqlSessions(self._db, SQLITE)
-        self._working = SqlWorking(self._db, SQLITE)
-        self._keys = SqlKeys(self._db, SQLITE)
-        self._usage = SqlUsage(self._db, SQLITE)
-        self._logs = SqlActivityLogs(self._db, SQLITE)
-        self._injected = SqlInjected(self._db, SQLITE)
-        self._kv = SqlKv(self._db, SQLITE)
-        self._graph = SqlGraph(self._db, SQLITE, self.read_snapshot)
-        self._skills = SqlSkills(self._db, SQLITE)
-        self._feedback = SqlFeedback(self._db, SQLITE)
         try:
-            migrations.apply(self._db, now)
+            migrations.apply(db, now)
         except BaseException:
-            self._db.close()
+            db.close()
             raise
+        super().__init__(
+            db,
+            SQLITE,
+            facts=SqliteFacts(db),
+            vectors=SqlVectors(db, SQLITE),
+            dream=SqlDream(db, SQLITE),
+            skills=SqlSkills(db, SQLITE),
+            rows=SqliteRows(db),
+            migrations=migrations,
+        )
         self._now = now
 
     @property
     def url(self) -> str:
         return f"sqlite:///{self.path.resolve()}"
 
-    @property
-    def facts(self) -> SqliteFacts:
-        return self._facts
-
-    @property
-    def versions(self) -> SqlVersions:
-        return self._versions
-
-    @property
-    def vectors(self) -> SqlVectors:
-        return self._vectors
-
-    @property
-    def meta(self) -> SqlMeta:
-        return self._meta
-
-    @property
-    def dream(self) -> SqlDream:
-        return self._dream
-
-    @property
-    def sessions(self) -> SqlSessions:
-        return self._sessions
-
-    @property
-    def working(self) -> SqlWorking:
-        return self._working
-
-    @property
-    def keys(self) -> SqlKeys:
-        return self._keys
-
-    @property
-    def usage(self) -> SqlUsage:
-        return self._usage
-
-    @property
-    def logs(self) -> SqlActivityLogs:
-        return self._logs
-
-    @property
-    def injected(self) -> SqlInjected:
-        return self._injected
-
-    @property
-    def kv(self) -> SqlKv:
-        return self._kv
-
-    @property
-    def graph(self) -> SqlGraph:
-        return self._graph
-
-    @property
-    def skills(self) -> SqlSkills:
-        return self._skills
-
-    @property
-    def feedback(self) -> SqlFeedback:
-        return self._feedback
-
-    def transaction(self) -> AbstractContextManager[None]:
-        return self._db.transaction()
-
-    def in_transaction(self) -> bool:
-        return self._db.in_transaction()
-
-    def migrations(self) -> list[tuple[str, datetime]]:
-        return migrations.applied(self._db)
-
     # -- maintenance ---------------------------------------------------------------------------------
-    def stats(self) -> StoreStats:
-        def work(c: sqlite3.Connection) -> StoreStats:
-            live, archived = c.execute(
-                "SELECT count(*) FILTER (WHERE archived_at IS NULL), count(*) FILTER (WHERE archived_at IS NOT NULL)"
-                " FROM facts"
-            ).fetchone()
-            by_tier = dict(c.execute("SELECT tier, count(*) FROM facts WHERE archived_at IS NULL GROUP BY tier"))
-            by_category = dict(
-                c.execute(
-                    "SELECT category, count(*) FROM facts WHERE archived_at IS NULL GROUP BY category ORDER BY category"
-                )
-            )
-            return StoreStats(
-                location=str(self.path),
-                size_bytes=self._size(),
-                live=int(live),
-                archived=int(archived),
-                by_tier={str(k): int(v) for k, v in by_tier.items()},
-                by_category={str(k): int(v) for k, v in by_category.items()},
-            )
+    def _location(self) -> str:
+        return str(self.path)
 
-        return self._db.read(work)
-
-    def _size(self) -> int:
+    def _size(self, c: Any) -> int:
         total = 0
         for suffix in ("", "-wal", "-shm"):
             candidate = Path(str(self.path) + suffix)
             if candidate.exists():
                 total += candidate.stat().st_size
         return total
-
-    def check(self, *, repair: bool = False) -> HealthReport:
-        checks: dict[str, str] = {}
-        repaired: list[str] = []
-        checks["integrity"] = self._integrity()
-        checks["fts"] = self._fts_consistency()
-        if repair and checks["fts"] != "ok":
-            self._db.write(lambda c: c.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')"))
-            repaired.append("rebuilt the full-text index from the facts table")
-            checks["fts"] = self._fts_consistency()
-        checks["versions"] = self._versions_check()
-        if repair and checks["versions"] != "ok":
-            repaired.append(self._repair_versions())
-            checks["versions"] = self._versions_check()
-        checks["migrations"] = ", ".join(name for name, _ in self.migrations()) or "none"
-        ok = all(v == "ok" for k, v in checks.items() if k != "migrations")
-        return HealthReport(ok=ok, checks=checks, repaired=tuple(repaired))
 
     def _integrity(self) -> str:
         rows = self._db.read(lambda c: c.execute("PRAGMA integrity_check").fetchall())
@@ -200,26 +85,9 @@ class SqliteStore:
             return f"full-text index out of step with the facts table ({exc})"
         return "ok"
 
-    def _versions_check(self) -> str:
-        (missing,) = self._db.read(
-            lambda c: c.execute(
-                "SELECT count(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM fact_versions x WHERE x.fact_id = f.id)"
-            ).fetchone()
-        )
-        return "ok" if not missing else f"{missing} entries have no version row"
-
-    def _repair_versions(self) -> str:
-        def work(c: sqlite3.Connection) -> int:
-            cur = c.execute(
-                "INSERT INTO fact_versions (fact_id, version, change, recorded_at, content, category, tags,"
-                " importance, metadata, archived)"
-                " SELECT f.id, 1, 'housekeeping', coalesce(f.updated_at, f.created_at), f.content, f.category,"
-                " f.tags, f.importance, f.metadata, f.archived_at IS NOT NULL FROM facts f"
-                " WHERE NOT EXISTS (SELECT 1 FROM fact_versions x WHERE x.fact_id = f.id)"
-            )
-            return int(cur.rowcount)
-
-        return f"recorded the current state of {self._db.write(work)} entries as their first version"
+    def _repair_fts(self) -> str:
+        self._db.write(lambda c: c.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')"))
+        return "rebuilt the full-text index from the facts table"
 
     def backup(self, destination: Path) -> None:
         destination = destination.expanduser().resolve()
@@ -261,22 +129,6 @@ class SqliteStore:
 
     def close(self) -> None:
         self._db.close()
-
-    # -- portable rows (storage.portable) ------------------------------------------------------------
-    def export_rows(self, table: str) -> Iterator[dict[str, Any]]:
-        return portable_rows.export_rows(self._db, table)
-
-    def import_rows(self, table: str, rows: Iterable[dict[str, Any]]) -> int:
-        return portable_rows.import_rows(self._db, table, rows)
-
-    def count_rows(self, table: str) -> int:
-        return portable_rows.count_rows(self._db, table)
-
-    def delete_rows(self, table: str) -> int:
-        return portable_rows.delete_rows(self._db, table)
-
-    def read_snapshot(self) -> AbstractContextManager[None]:
-        return portable_rows.read_snapshot(self._db)
 
 
 def verify_backup(conn: sqlite3.Connection, source: Path) -> None:
