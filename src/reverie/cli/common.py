@@ -17,7 +17,7 @@ import reverie
 from reverie.errors import EmbeddingError, LLMError, NotFound, ReverieError, ValidationError
 from reverie.settings import home_from_env
 from reverie.types import Scope
-from reverie.views.plain import to_jsonable
+from reverie.views.entry import face_json
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -119,7 +119,7 @@ def scope_of(agent: str, user: str | None, session: str | None) -> Scope:
 
 
 def emit_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json.dumps(face_json(value), ensure_ascii=False, indent=2) + "\n")
 
 
 def emit(value: Any, as_json: bool, message: str) -> None:

@@ -11,8 +11,8 @@ the value. One place, so the API, the tools and anything new show an entry alike
   metadata stay out). Plain JSON: times by ``plain.iso_z``.
 - ``contradiction_view``: what a save that contradicted an entry reports, for the tools and the API alike.
 
-The CLI's ``--json`` is not one of these: it prints the library's values as they are (``plain.to_jsonable``:
-the dataclass, its scope nested, its bookkeeping included), as docs/cli.md states.
+The CLI's ``--json`` prints any value through ``plain.to_jsonable`` with ``FACE_VIEWS``: an entry anywhere in
+it (a hit, a save's result, a list) shows as ``entry_view``, the same fields as the API's.
 
 Invariants: the tool view's keys are a subset of the full view's, with the same values (made plain); the
 engine's bookkeeping fields (``embedding_model``, ``decayed_through``, ``read_*``, ``*_pending``) are in no view.
@@ -92,3 +92,12 @@ def contradiction_view(found: Contradiction) -> dict[str, Any]:
         "superseded": found.superseded,
         "message": found.message(),
     }
+
+
+#: The views the faces show a value through wherever it appears (``plain.to_jsonable(value, FACE_VIEWS)``).
+FACE_VIEWS: dict[type, Any] = {MemoryEntry: entry_view}
+
+
+def face_json(value: Any) -> Any:
+    """``value`` as plain JSON for a face: entries (anywhere inside it) as ``entry_view``, the rest field by field."""
+    return to_jsonable(value, FACE_VIEWS)

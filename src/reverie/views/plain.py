@@ -10,6 +10,7 @@ models write it, so a time reads the same on every face.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -25,9 +26,14 @@ def iso_z_or_none(value: datetime | None) -> str | None:
     return None if value is None else iso_z(value)
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: Any, views: Mapping[type, Callable[[Any], Any]] | None = None) -> Any:
+    """``value`` as plain JSON. ``views`` maps a value's type to its view (``views.entry.FACE_VIEWS``): a value of
+    that type anywhere inside ``value`` is shown through it instead of field by field."""
+    view = views.get(type(value)) if views else None
+    if view is not None:
+        return to_jsonable(view(value), views)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        out = {f.name: to_jsonable(getattr(value, f.name), views) for f in dataclasses.fields(value)}
         if "archived_at" in out:
             out["archived"] = out["archived_at"] is not None
         return out
@@ -36,7 +42,7 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {str(k): to_jsonable(v, views) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
+        return [to_jsonable(v, views) for v in value]
     return value
