@@ -5,6 +5,8 @@ Invariant: an operation that raises leaves the store exactly as it was.
 
 from __future__ import annotations
 
+import errno
+
 
 class ReverieError(Exception):
     """Base class of every error Reverie raises on purpose."""
@@ -35,6 +37,42 @@ class StorageError(ReverieError):
 
 class StoreBusy(StorageError):
     """Another process held the write lock for longer than the configured wait."""
+
+
+class StorageFull(StorageError):
+    """The disk holding the store (or a log file) is full, or a file reached its size limit (a quota,
+    ``ulimit -f``). The write was rolled back: nothing of it was written, and every write acknowledged
+    before it is still there. Free space, then retry. ``path`` names the file that could not grow."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+    @classmethod
+    def at(cls, path: object, cause: object = None) -> StorageFull:
+        """The error for ``path``, with the driver's or the OS's words as ``cause``."""
+        why = f" ({cause})" if cause else ""
+        return cls(f"the disk holding {path} is full{why}: free space, then retry; nothing was written", path=str(path))
+
+    @classmethod
+    def of(cls, exc: OSError, path: object) -> StorageFull | None:
+        """The error for an OS error writing ``path`` that says the file could not grow (no space left, a disk
+        quota, a file-size limit); None for any other OS error."""
+        return cls.at(path, exc.strerror) if exc.errno in NO_SPACE_ERRNOS else None
+
+
+# The OS's words for "this file cannot grow": no space left, a disk quota, a file-size limit (``ulimit -f``).
+NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+class StoreUnavailable(StorageError):
+    """The database server cannot be reached (down, restarting, refusing connections) within the configured
+    ``store.connect_timeout_seconds``. Nothing was written; retry after ``retry_after`` seconds (an HTTP
+    API answers 503 with that ``Retry-After``). Reverie reconnects by itself once the server is back."""
+
+    def __init__(self, message: str, *, retry_after: float = 5.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ConfigError(ReverieError):

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from reverie.storage import open_store
 from reverie.storage.base import DreamLockState, LedgerStamp, PurgedRecord, PurgeRule, Store
 from reverie.types import DreamRun, Evidence, Scope
+from reverie.types.dream import DreamProcess
 
 from .support import T0, at, eid, entry
 
@@ -182,6 +184,100 @@ def test_abort_is_cleared_when_the_dream_releases(store: Store) -> None:
     assert store.dream.request_abort("agent-a") is False
     assert store.dream.acquire("agent-a", "run-2", now=at(seconds=1), lease_seconds=LEASE) is not None
     assert store.dream.lock_state("agent-a").abort_requested is False
+
+
+# -- the lease's holder: its process, its heartbeat, a dead holder's lease broken --------------------------
+PROCESS = DreamProcess(pid=4242, host="worker-1", heartbeat_seconds=5.0)
+
+
+def test_a_lease_records_its_holders_process_and_a_first_heartbeat(store: Store) -> None:
+    lease = store.dream.acquire("agent-a", "run-1", now=T0, lease_seconds=LEASE, process=PROCESS)
+    assert lease is not None and lease.process == PROCESS
+    state = store.dream.lock_state("agent-a")
+    assert (state.holder, state.process, state.heartbeat_at) == ("run-1", PROCESS, T0)
+    # A lease taken without a process (an older caller) records none: only its expiry can end it.
+    assert store.dream.acquire("agent-b", "run-2", now=T0, lease_seconds=LEASE) is not None
+    assert (store.dream.lock_state("agent-b").process, store.dream.lock_state("agent-b").heartbeat_at) == (None, T0)
+
+
+def test_a_heartbeat_moves_the_holders_heartbeat_not_its_lease(store: Store) -> None:
+    lease = store.dream.acquire("agent-a", "run-1", now=T0, lease_seconds=LEASE, process=PROCESS)
+    assert lease is not None
+    assert store.dream.heartbeat("agent-a", "run-1", now=at(seconds=5)) is True
+    state = store.dream.lock_state("agent-a")
+    assert (state.heartbeat_at, state.expires_at, state.process) == (at(seconds=5), lease.expires_at, PROCESS)
+    assert store.dream.heartbeat("agent-a", "run-2", now=at(seconds=6)) is False  # not the holder
+    assert store.dream.heartbeat("agent-b", "run-1", now=at(seconds=6)) is False
+    assert store.dream.lock_state("agent-a").heartbeat_at == at(seconds=5)
+    store.dream.release("agent-a", "run-1", completed_at=None)
+    assert store.dream.heartbeat("agent-a", "run-1", now=at(seconds=10)) is False  # a late beat after release
+    state = store.dream.lock_state("agent-a")
+    assert (state.holder, state.process, state.heartbeat_at) == (None, None, None)
+
+
+def test_a_new_holder_replaces_the_process_of_the_old_one(store: Store) -> None:
+    assert store.dream.acquire("agent-a", "run-1", now=T0, lease_seconds=LEASE, process=PROCESS) is not None
+    other = DreamProcess(pid=7, host="worker-2", heartbeat_seconds=2.5)
+    taken = store.dream.acquire("agent-a", "run-2", now=at(seconds=LEASE), lease_seconds=LEASE, process=other)
+    assert taken is not None
+    state = store.dream.lock_state("agent-a")
+    assert (state.holder, state.process, state.heartbeat_at) == ("run-2", other, at(seconds=LEASE))
+
+
+def test_breaking_a_dead_holders_lease_frees_the_lock_and_interrupts_its_run(store: Store) -> None:
+    assert store.dream.acquire("agent-a", "run-0", now=T0, lease_seconds=LEASE) is not None
+    store.dream.release("agent-a", "run-0", completed_at=at(seconds=1))
+    assert store.dream.acquire("agent-a", "run-1", now=at(hours=1), lease_seconds=LEASE, process=PROCESS) is not None
+    store.dream.save_run(run(1, current_pass="consolidation", progress="4/7 passes", tokens=300))
+    assert store.dream.request_abort("agent-a") is True
+    reason = "process 4242 on worker-1 is gone"
+    assert store.dream.break_lease("agent-a", "run-1", now=at(hours=1, seconds=30), reason=reason) is True
+    assert store.dream.lock_state("agent-a") == DreamLockState(
+        "agent-a", holder=None, expires_at=None, last_dream_at=at(seconds=1), abort_requested=False
+    )  # the time gate stays where the last completed dream left it
+    assert store.dream.get_run("run-1") == run(
+        1,
+        phase="interrupted",
+        finished_at=at(hours=1, seconds=30),
+        current_pass="consolidation",  # where it died
+        progress="4/7 passes",
+        tokens=300,
+        error=reason,
+    )
+    # Broken once: again, or by a late call naming it, nothing changes.
+    assert store.dream.break_lease("agent-a", "run-1", now=at(hours=2), reason="again") is False
+    assert store.dream.get_run("run-1").finished_at == at(hours=1, seconds=30)  # type: ignore[union-attr]
+    assert store.dream.acquire("agent-a", "run-2", now=at(hours=1, seconds=31), lease_seconds=LEASE) is not None
+
+
+def test_breaking_names_the_holder_so_a_new_holders_lease_is_never_broken(store: Store) -> None:
+    assert store.dream.acquire("agent-a", "run-2", now=T0, lease_seconds=LEASE, process=PROCESS) is not None
+    store.dream.save_run(run(1, phase="completed", finished_at=at(hours=1)))
+    assert store.dream.break_lease("agent-a", "run-1", now=at(seconds=1), reason="gone") is False
+    assert store.dream.lock_state("agent-a").holder == "run-2"
+    assert store.dream.get_run("run-1") == run(1, phase="completed", finished_at=at(hours=1))  # a finished run stays
+    assert store.dream.break_lease("agent-b", "run-2", now=at(seconds=1), reason="gone") is False
+
+
+def test_the_store_knows_whether_a_lease_it_holds_is_alive(store: Store) -> None:
+    """PostgreSQL knows from the advisory lock (None would mean: ask the process and heartbeat); SQLite
+    cannot tell (None)."""
+    assert store.dream.acquire("agent-a", "run-1", now=T0, lease_seconds=LEASE, process=PROCESS) is not None
+    assert store.dream.holder_gone("agent-a") is not True
+
+
+def test_a_lease_whose_holder_closed_its_store_is_gone_on_postgres(store: Store) -> None:
+    """A holder that went away without releasing (its store closed, as at a process's death): PostgreSQL's
+    advisory lock went with its session, so the store says the holder is gone; SQLite cannot tell."""
+    other = open_store(store.url, now=T0)
+    try:
+        assert other.dream.acquire("agent-a", "run-1", now=T0, lease_seconds=LEASE, process=PROCESS) is not None
+        assert store.dream.holder_gone("agent-a") in (None, False)
+    finally:
+        other.close()
+    assert store.dream.lock_state("agent-a").holder == "run-1"  # the row stays: only the lease's end frees it
+    expected = True if store.url.startswith("postgres") else None
+    assert store.dream.holder_gone("agent-a") is expected
 
 
 # -- activity ---------------------------------------------------------------------------------------

@@ -3,12 +3,16 @@ with half-open periods and per-agent / provider / model summaries."""
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from reverie.errors import Conflict
+from reverie.storage import open_store
 from reverie.storage.base import Store
 from reverie.types import ApiKey, UsageRow, UsageSummary
 
@@ -111,6 +115,63 @@ def test_keys_survive_a_backup_and_restore(store: Store, tmp_path: Path) -> None
     store.restore_backup(tmp_path / "copy.db")
     assert store.keys.get(k.key_id) == k
     assert store.usage.rows(None, None) == [row(1)]
+
+
+def test_the_users_a_key_is_bound_to_read_back(store: Store) -> None:
+    keys = [
+        replace(key(1), users=()),  # none: a new agent key's default
+        replace(key(2), users=("*",)),  # any user
+        replace(key(3), users=("u1", "user ✓ two", "u3")),  # in the order given
+        replace(key(4), users=None),  # NULL: a key from before the binding
+    ]
+    for k in keys:
+        store.keys.add(k)
+    assert [store.keys.get(k.key_id) for k in keys] == keys
+    assert store.keys.list() == keys
+    assert store.keys.by_hash(keys[2].key_hash) == keys[2]
+
+
+def test_set_users_rebinds_a_key(store: Store) -> None:
+    old = replace(key(1), users=None)
+    store.keys.add(old)
+    assert store.keys.set_users(old.key_id, ("u1",)) is True
+    assert store.keys.get(old.key_id) == replace(old, users=("u1",))
+    assert store.keys.set_users(old.key_id, ()) is True
+    assert store.keys.get(old.key_id) == replace(old, users=())
+    assert store.keys.set_users("ffffffffffff", ("u1",)) is False
+    assert len(store.keys.list()) == 1
+
+
+def test_a_key_from_before_the_binding_migrates_to_null(request: pytest.FixtureRequest, store: Store) -> None:
+    """The store as the previous version left it (no ``users`` column, a key in it) is migrated: the key
+    reads back with ``users`` None (any user, flagged), and a new key stores its list."""
+    sqlite = store.url.startswith("sqlite:")
+    name = "0021_key_users" if sqlite else "0010_key_users"
+    assert name in [n for n, _ in store.migrations()]
+    old = key(1, scopes=("memory_read", "memory_write"))
+    downgrade = (
+        "ALTER TABLE api_keys DROP COLUMN users",
+        f"DELETE FROM schema_migrations WHERE name = '{name}'",
+        "INSERT INTO api_keys (key_id, name, agent_id, scopes, key_hash, created_at)"
+        f" VALUES ('{old.key_id}', 'old', 'agent-a', '[\"memory_read\", \"memory_write\"]', '{old.key_hash}',"
+        " '2026-01-01T00:00:00.000000Z')",
+    )
+    if sqlite:
+        with closing(sqlite3.connect(store.url.removeprefix("sqlite:///"))) as lite, lite:
+            for statement in downgrade:
+                lite.execute(statement)
+        url = store.url
+    else:
+        url = request.getfixturevalue("pg_url")
+        with psycopg.connect(url, autocommit=True) as pg:
+            for statement in downgrade:
+                pg.execute(statement)
+    with closing(open_store(url, now=T0)) as upgraded:
+        migrated = upgraded.keys.get(old.key_id)
+        assert migrated is not None and migrated.users is None and migrated.scopes == old.scopes
+        assert name in [n for n, _ in upgraded.migrations()]
+        upgraded.keys.add(replace(key(2), users=("u1",)))
+        assert upgraded.keys.get(key(2).key_id) == replace(key(2), users=("u1",))
 
 
 # -- the usage log -------------------------------------------------------------------------------------

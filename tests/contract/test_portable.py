@@ -136,6 +136,10 @@ def sample_rows() -> dict[str, list[dict[str, Any]]]:
                 "expires_at": None,
                 "last_dream_at": T1,
                 "abort_requested": False,
+                "holder_pid": None,
+                "holder_host": None,
+                "heartbeat_seconds": None,
+                "heartbeat_at": None,
             },
             {
                 "agent_id": "other",
@@ -144,6 +148,10 @@ def sample_rows() -> dict[str, list[dict[str, Any]]]:
                 "expires_at": T1,
                 "last_dream_at": None,
                 "abort_requested": True,
+                "holder_pid": 4242,
+                "holder_host": "worker-1",
+                "heartbeat_seconds": 5.0,
+                "heartbeat_at": T1,
             },
         ],
         "dream_activity": [
@@ -273,6 +281,7 @@ def sample_rows() -> dict[str, list[dict[str, Any]]]:
                 "created_at": T0,
                 "revoked_at": None,
                 "last_used_at": T1,
+                "users": ["u1", "u-2"],
             }
         ],
         "kv_items": [

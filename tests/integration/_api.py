@@ -13,6 +13,7 @@ import reverie
 from reverie.api import ApiServer, create_app
 
 READ_WRITE = ["memory_read", "memory_write"]
+ANY = ["*"]  # a key that may name any user
 
 
 @contextmanager
@@ -39,11 +40,12 @@ class Keys(NamedTuple):
 
 
 def make_keys(rv: reverie.Reverie) -> Keys:
+    """The agents' keys may name any user (``*``); tests/integration/test_user_binding.py binds keys to users."""
     return Keys(
         admin=rv.keys.create("admin", agent_id=None, scopes=["admin"])[1],
-        a=rv.keys.create("a", agent_id="a", scopes=READ_WRITE)[1],
-        a_read=rv.keys.create("a-read", agent_id="a", scopes=["memory_read"])[1],
-        b=rv.keys.create("b", agent_id="b", scopes=READ_WRITE)[1],
+        a=rv.keys.create("a", agent_id="a", scopes=READ_WRITE, users=ANY)[1],
+        a_read=rv.keys.create("a-read", agent_id="a", scopes=["memory_read"], users=ANY)[1],
+        b=rv.keys.create("b", agent_id="b", scopes=READ_WRITE, users=ANY)[1],
     )
 
 

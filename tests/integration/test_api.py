@@ -393,7 +393,7 @@ def test_dream_status_trigger_abort_and_opt_out(admin: httpx.Client) -> None:
         assert time.monotonic() < deadline, status
         time.sleep(0.05)
     assert not status["running"] and status["run"]["phase"] == "completed"
-    assert admin.post("/api/dream/agents/a/abort").json() == {"aborting": False}  # nothing runs now
+    assert admin.post("/api/dream/agents/a/abort").json() == {"aborting": False, "interrupted": False}  # nothing runs
     statuses = admin.get("/api/dream/status").json()
     assert {s["agent_id"] for s in statuses} == {"a"}
     assert statuses[0]["run"]["trigger"] == "manual"

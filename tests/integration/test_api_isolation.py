@@ -6,9 +6,11 @@ agent's entries in the store equal a model built only from what was allowed to h
 
 Proactive memory joins in with two users: memorizing (agent memories, and user memories shared by every
 agent serving that user), retrieving, listing a user's memory and forgetting. User memory is the one thing
-shared: any agent may read and forget the memory of the user it names, and nothing else of another agent or
-another user ever comes back. Each user's memories in the store equal a model of what was allowed too, and
-an agent's key-value copies (``memory:{id}``) are of its own entries only."""
+shared: a key names only the users it is bound to (one key any user, one a single user, one none: 403
+otherwise), an agent reads and writes the memory of a user its key names but forgets only the entries it wrote
+(an admin key any), and nothing else of another agent or another user ever comes back. Each user's memories
+in the store equal a model of what was allowed too (with their writers), and an agent's key-value copies
+(``memory:{id}``) are of its own entries only."""
 
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ class Fact:
     content: str
     archived: bool = False
     importance: float = 0.5
+    writer: str | None = None  # a user memory's writtenBy
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Key:
     secret: str
     agent: str | None  # None: admin
     writes: bool
+    users: tuple[str, ...] = ("*",)  # the users it may name
 
 
 class Isolation(RuleBasedStateMachine):
@@ -62,9 +66,11 @@ class Isolation(RuleBasedStateMachine):
         self.user_model: dict[str, dict[str, Fact]] = {u: {} for u in self.users}
         self.proactive: set[str] = set()  # ids of proactive entries (memorized), of agents and users alike
         self.keys = [self.admin]
-        for agent in self.agents:
-            self.keys.append(Key(self.rv.keys.create("rw", agent_id=agent, scopes=READ_WRITE)[1], agent, True))
-        read_only = self.rv.keys.create("ro", agent_id=self.agents[0], scopes=["memory_read"])[1]
+        bindings: list[tuple[str, ...]] = [("*",), (self.users[0],), ()]  # any user, one user, none
+        for agent, users in zip(self.agents, bindings, strict=True):
+            secret = self.rv.keys.create("rw", agent_id=agent, scopes=READ_WRITE, users=list(users))[1]
+            self.keys.append(Key(secret, agent, True, users))
+        read_only = self.rv.keys.create("ro", agent_id=self.agents[0], scopes=["memory_read"], users=["*"])[1]
         self.keys.append(Key(read_only, self.agents[0], False))
 
     # -- helpers ---------------------------------------------------------------------------------------------
@@ -73,6 +79,10 @@ class Isolation(RuleBasedStateMachine):
 
     def _allowed(self, key: Key, agent: str, *, write: bool) -> bool:
         return key.agent is None or (key.agent == agent and (key.writes or not write))
+
+    def _names(self, key: Key, user: str | None) -> bool:
+        """Whether the key may name ``user`` (None names nobody)."""
+        return user is None or key.agent is None or "*" in key.users or user in key.users
 
     def _owner(self, entry_id: str) -> str | None:
         return next((a for a, facts in self.model.items() if entry_id in facts), None)
@@ -212,16 +222,19 @@ class Isolation(RuleBasedStateMachine):
         params = {} if user is None else {"user_id": user}
         given = {"memories": [{"content": content, "category": "preference", "scope": kind}]}
         response = self._request(key, "POST", memory(agent, "/memorize"), params=params, json=given)
-        if not self._allowed(key, agent, write=True):
+        if not self._allowed(key, agent, write=True) or not self._names(key, user):
             assert response.status_code == 403, response.text
             return
         assert response.status_code == 200, response.text
         [saved] = response.json()["saved"]
         entry = saved["entry"]
         fact = Fact(entry["content"], entry["archived"], entry["importance"])
-        if user is not None:  # a user memory: shared, stored under the reserved agent
+        if user is not None:  # a user memory: shared, stored under the reserved agent, its first writer kept
             assert (entry["agent_id"], entry["user_id"], saved["scope"]) == (user_agent(user), user, "user")
-            self.user_model[user][entry["id"]] = fact
+            earlier = self.user_model[user].get(entry["id"])
+            writer = agent if earlier is None else earlier.writer
+            assert entry["metadata"]["writtenBy"] == writer
+            self.user_model[user][entry["id"]] = replace(fact, writer=writer)
         else:  # the agent's own (a user memory without a user falls back to it)
             assert (entry["agent_id"], entry["user_id"], saved["scope"]) == (agent, None, "agent")
             self.model[agent][entry["id"]] = fact
@@ -234,7 +247,7 @@ class Isolation(RuleBasedStateMachine):
         user = data.draw(st.sampled_from(self.users), label="user") if named else None
         params = {} if user is None else {"user_id": user}
         response = self._request(key, "POST", memory(agent, "/retrieve"), params=params, json={"query": query})
-        if not self._allowed(key, agent, write=False):
+        if not self._allowed(key, agent, write=False) or not self._names(key, user):
             assert response.status_code == 403, response.text
             return
         assert response.status_code == 200, response.text
@@ -247,6 +260,9 @@ class Isolation(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self.keys), label="key")  # every key here may read memory
         user = data.draw(st.sampled_from(self.users), label="user")
         response = self._request(key, "GET", f"/api/memory/users/{user}/memories", params={"limit": 1000})
+        if not self._names(key, user):
+            assert response.status_code == 403, response.text
+            return
         assert response.status_code == 200, response.text
         entries = response.json()["entries"]
         for entry in entries:
@@ -259,7 +275,7 @@ class Isolation(RuleBasedStateMachine):
         user = data.draw(st.sampled_from(self.users), label="user") if named else None
         params = {} if user is None else {"user_id": user}
         response = self._request(key, "DELETE", memory(agent, f"/proactive/{entry_id}"), params=params)
-        if not self._allowed(key, agent, write=True):
+        if not self._allowed(key, agent, write=True) or not self._names(key, user):
             assert response.status_code == 403, response.text
             return
         owned = self.model[agent] if entry_id in self.model[agent] else None
@@ -270,6 +286,10 @@ class Isolation(RuleBasedStateMachine):
             for facts in [*self.model.values(), *self.user_model.values()]:
                 if entry_id in facts:
                     assert facts[entry_id].content not in response.text
+            return
+        if user is not None and owned is self.user_model[user] and key.agent not in (None, owned[entry_id].writer):
+            assert response.status_code == 403, response.text  # another agent's user memory
+            assert f"written by agent {owned[entry_id].writer!r}" in response.text
             return
         assert response.status_code == 200, response.text
         owned[entry_id] = replace(owned[entry_id], archived=True)
@@ -291,7 +311,7 @@ class Isolation(RuleBasedStateMachine):
         for e in (e for a in self.rv.store.facts.agents() if is_user_agent(a) for e in self.rv.store.facts.iter_all(a)):
             assert e.scope.agent_id == user_agent(e.scope.user_id or "")  # each user's memory under its own id
             if e.scope.user_id in stored:
-                stored[e.scope.user_id][e.id] = Fact(e.content, e.archived, e.importance)
+                stored[e.scope.user_id][e.id] = Fact(e.content, e.archived, e.importance, e.metadata["writtenBy"])
         assert stored == {u: self.user_model[u] for u in users}
 
 

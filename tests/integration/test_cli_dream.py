@@ -89,7 +89,7 @@ def test_dream_status_abort_and_history(home: Path, server: ScriptedOpenAIServer
     assert "agent default: idle, enabled, last dream never" in words(run(home, "dream", "status"))
     assert run_json(home, "dream", "status")["run"] is None
     assert "no dream of default is running" in run(home, "dream", "abort")
-    assert run_json(home, "dream", "abort") == {"aborting": False}
+    assert run_json(home, "dream", "abort") == {"aborting": False, "interrupted": False}
     assert run_json(home, "dream", "history") == []
 
     report = run_json(home, "dream", "run")

@@ -71,8 +71,10 @@ def test_memorize_retrieve_and_list_share_only_user_memory(api: tuple[str, Keys]
         assert b.delete(memory("b", f"/proactive/{atlas}"), params={"user_id": "u1"}).status_code == 404
         assert b.post(memory("a", "/retrieve"), json={"query": "tea"}).status_code == 403
         assert b.post(memory("a", "/memorize"), json={"user_message": "hi"}).status_code == 403
-        # the user's memory is shared: the user's other agent may forget it
-        forgotten = b.delete(memory("b", f"/proactive/{tea}"), params={"user_id": "u1"})
+        # the user's memory is shared, but only the agent that wrote an entry may forget it (or an admin key)
+        refused = b.delete(memory("b", f"/proactive/{tea}"), params={"user_id": "u1"})
+        assert refused.status_code == 403 and "written by agent 'a'" in refused.json()["message"]
+        forgotten = a.delete(memory("a", f"/proactive/{tea}"), params={"user_id": "u1"})
         assert forgotten.status_code == 200 and forgotten.json()["archived"] is True
 
 

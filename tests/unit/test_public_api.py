@@ -90,6 +90,8 @@ def test_open_is_not_the_builtin() -> None:
         reverie.Conflict,
         reverie.StorageError,
         reverie.StoreBusy,
+        reverie.StorageFull,
+        reverie.StoreUnavailable,
         reverie.ConfigError,
         reverie.LLMError,
     ],
@@ -102,7 +104,7 @@ def test_errors_subclass_reverie_error(error: type[Exception]) -> None:
 def test_every_exported_exception_is_a_reverie_error() -> None:
     exported = [getattr(reverie, n) for n in reverie.__all__]
     errors = [o for o in exported if inspect.isclass(o) and issubclass(o, BaseException)]
-    assert len(errors) == 11
+    assert len(errors) == 13
     assert all(issubclass(e, reverie.ReverieError) for e in errors)
 
 

@@ -41,8 +41,15 @@ FILLER = [
 
 
 def quoted_blocks(text: str) -> list[list[str]]:
-    """The quoted turns of a message: each a provenance line followed by its "> " lines."""
-    return [block.split("\n") for block in text.split("\n\n") if block.startswith("turn ")]
+    """The quoted turns of a message: each a provenance line followed by its "> " lines (between the fences of
+    ``core.framing.frame``)."""
+    blocks: list[list[str]] = []
+    for line in text.split("\n"):
+        if line.startswith("turn ") and " · " in line:
+            blocks.append([line])
+        elif blocks and line.startswith(QUOTE_PREFIX):
+            blocks[-1].append(line)
+    return blocks
 
 
 # --- recall_terms ---------------------------------------------------------------------------------
@@ -248,6 +255,8 @@ def test_never_raises_and_quotes_every_line(contents: list[str], message: str, m
         if line.startswith("turn ") and " · " in line:
             quoting = True
             continue
+        if line.startswith("<<<end records "):  # the frame's closing fence: the quotes end here
+            quoting = False
         if quoting and line:
             assert line.startswith(QUOTE_PREFIX)
     if max_turns <= 0 or not recall_terms(message):

@@ -12,14 +12,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from reverie import __version__
 from reverie.api import errors
-from reverie.api.auth import PUBLIC_PATHS, Authenticate, LoopbackGuard
+from reverie.api.auth import PUBLIC_PATHS, Authenticate, LoopbackGuard, user_access
 from reverie.api.limits import BodyLimit
 from reverie.api.routes_dream import DreamRunner
 from reverie.api.routes_dream import router as dream_router
@@ -73,6 +73,7 @@ def create_app(rv: Reverie, *, auth: bool = True, max_body_bytes: int = DEFAULT_
         lifespan=lifespan,
         redoc_url=None,
         default_response_class=errors.AsciiJSONResponse,
+        dependencies=[Depends(user_access)],  # a user named in a path or query: the key must be bound to it
     )
     app.state.rv = rv
     app.state.tools = ToolRegistry(rv)

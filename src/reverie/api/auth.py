@@ -9,6 +9,11 @@ Invariants:
   403 unless the key may use that scope for that agent (``ApiKeys.allows``: an admin key reaches every
   agent; any other key only its own). The handler then works only in that agent's scope, so another agent's
   ids look exactly like unknown ids (404).
+- A request that names a user (the ``user_id`` query parameter, the ``/api/memory/users/{user_id}`` path, or a
+  body's ``user_id``) answers 403 unless the key is bound to that user (``ApiKeys.allows_user``: an admin key,
+  ``*``, or the user among the key's ``users``). ``user_access`` checks the path and the query of every route
+  (the app's dependency); a route with a ``user_id`` in its body calls ``require_user``.
+- An agent key may archive a user memory (``@user/<id>``) only when its agent wrote it (``require_change``).
 - ``auth=False`` (``reverie serve --no-auth``, loopback only) lets every request through as an admin.
 """
 
@@ -20,12 +25,13 @@ from fastapi import Depends, Path, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from reverie.api.errors import Forbidden, error_response
+from reverie.api.errors import Forbidden, error_response, reverie_response
 from reverie.api.serving import is_loopback
+from reverie.core.proactive import writer_of
 from reverie.engine.root import Reverie
-from reverie.errors import StoreBusy, ValidationError
+from reverie.errors import StorageError, ValidationError
 from reverie.keys.service import ADMIN, MEMORY_READ, MEMORY_WRITE
-from reverie.types import ApiKey
+from reverie.types import ApiKey, MemoryEntry
 
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 STATE_KEY = "reverie_api_key"
@@ -95,8 +101,8 @@ class Authenticate:
         secret = secret_of(scope["headers"])
         try:
             key = None if secret is None else await run_in_threadpool(self.rv.keys.authenticate, secret)
-        except StoreBusy as exc:  # the key cannot be checked now: the client may retry
-            await error_response(503, "busy", str(exc))(scope, receive, send)
+        except StorageError as exc:  # the key cannot be checked now (busy, unreachable): the client may retry
+            await reverie_response(exc, scope["method"], scope["path"])(scope, receive, send)
             return
         if key is None:
             message = "an API key is required" if secret is None else "the API key is not valid"
@@ -160,6 +166,33 @@ async def admin_access(request: Request) -> None:
     key = _key(request)
     if key is not None and (ADMIN not in key.scopes or key.revoked_at is not None):
         raise Forbidden("this needs an admin key")
+
+
+def require_user(request: Request, user_id: str | None) -> None:
+    """403 unless the caller's key may name ``user_id`` (None names no user: nothing to check)."""
+    key = _key(request)
+    if key is None or user_id is None or engine(request).keys.allows_user(key, user_id):
+        return
+    raise Forbidden(f"this key is not bound to user {user_id!r}: an admin binds it (reverie keys bind)")
+
+
+async def user_access(request: Request) -> None:
+    """Every route's check of the users a request names in its path or query (the app-wide dependency)."""
+    named = [request.path_params.get("user_id"), *request.query_params.getlist("user_id")]
+    for user_id in named:
+        require_user(request, user_id)
+
+
+def require_change(request: Request, entry: MemoryEntry) -> None:
+    """403 unless the caller's key may archive or change ``entry`` (``ApiKeys.may_change``): another agent's
+    user memory is refused to an agent key."""
+    key = _key(request)
+    if key is None or engine(request).keys.may_change(key, entry):
+        return
+    writer = writer_of(entry.metadata)
+    if writer is None:
+        raise Forbidden(f"user memory {entry.id} has no recorded writer (saved before writers were): an admin key may")
+    raise Forbidden(f"user memory {entry.id} was written by agent {writer!r}: only that agent or an admin key may")
 
 
 def tool_permitted(request: Request, scope: str, agent_id: str) -> bool:

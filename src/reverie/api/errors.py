@@ -2,10 +2,12 @@
 HTTP statuses.
 
 Invariants:
-- Client input never produces a 5xx: a rejected argument is 422 naming the field, an unknown (or another
-  agent's) id 404, a collision 409, a body over the limit 413. A 5xx means the server or what it depends on
-  failed: 502 the LLM or the external vector backend, 503 a busy store or a failing embedder, 500 anything
-  else, which is logged with its traceback.
+- Client input never produces a 5xx: a rejected argument is 422 naming the field (a body nested too deeply to
+  decode too: ``field`` is ``body``), an unknown (or another agent's) id 404, a collision 409, a body over the
+  limit 413. A 5xx means the server or what it depends on
+  failed: 502 the LLM or the external vector backend, 503 a busy store, an unreachable database (with
+  ``Retry-After``) or a failing embedder, 507 a full disk, 500 anything else, which is logged with its
+  traceback. A 503 or 507 is an answer like any other: logged in one line, the connection kept.
 - Error bodies are ASCII JSON (``\\uXXXX`` escapes), so even text a client sent with a lone surrogate in it
   can be echoed back without failing to encode.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -22,13 +25,16 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 
+from reverie.core.validate import MAX_JSON_DEPTH
 from reverie.errors import (
     Conflict,
     EmbeddingError,
     LLMError,
     NotFound,
     ReverieError,
+    StorageFull,
     StoreBusy,
+    StoreUnavailable,
     ValidationError,
     VectorBackendError,
 )
@@ -46,7 +52,8 @@ class ErrorDetail(BaseModel):
 
 class ErrorBody(BaseModel):
     """Every error the API answers. ``error`` is a short machine-readable kind (``validation``,
-    ``unauthorized``, ``forbidden``, ``not_found``, ``conflict``, ``too_large``, ``llm``, ``busy``, …);
+    ``unauthorized``, ``forbidden``, ``not_found``, ``conflict``, ``too_large``, ``llm``, ``busy``,
+    ``unavailable``, ``storage_full``, …);
     ``field`` names the offending input when one is to blame."""
 
     error: str
@@ -63,7 +70,16 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorBody, "description": "a parameter or the body was rejected (``field`` says which)"},
     500: {"model": ErrorBody, "description": "a server fault (logged)"},
     502: {"model": ErrorBody, "description": "the LLM or the external vector backend failed"},
-    503: {"model": ErrorBody, "description": "the store is busy or the embedder failed; retry"},
+    503: {
+        "model": ErrorBody,
+        "description": "the store is busy, the database cannot be reached (``unavailable``, with a ``Retry-After``"
+        " header in seconds) or the embedder failed; retry",
+    },
+    507: {
+        "model": ErrorBody,
+        "description": "the disk holding the store is full (``storage_full``): nothing was written; free space, then"
+        " retry",
+    },
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "no such id visible to this agent (another agent's ids alike)"}
@@ -89,7 +105,8 @@ def error_response(
     return AsciiJSONResponse(body.model_dump(mode="json"), status_code=status)
 
 
-# Reverie's errors by HTTP status and kind, most specific first (StoreBusy is a StorageError).
+# Reverie's errors by HTTP status and kind, most specific first (StoreBusy, StoreUnavailable and StorageFull are
+# StorageErrors).
 _STATUSES: tuple[tuple[type[ReverieError], int, str], ...] = (
     (ValidationError, 422, "validation"),
     (NotFound, 404, "not_found"),
@@ -97,18 +114,33 @@ _STATUSES: tuple[tuple[type[ReverieError], int, str], ...] = (
     (LLMError, 502, "llm"),
     (VectorBackendError, 502, "vector_backend"),
     (StoreBusy, 503, "busy"),
+    (StoreUnavailable, 503, "unavailable"),
+    (StorageFull, 507, "storage_full"),
     (EmbeddingError, 503, "embedding"),
 )
 
 
-def _reverie_error(request: Request, exc: Exception) -> Response:
+def reverie_response(exc: ReverieError, method: str, path: str) -> Response:
+    """The answer for one of Reverie's errors raised while serving ``method path`` (the route handlers' and the
+    authentication's, which runs before them)."""
     for kind_of, status, kind in _STATUSES:
         if isinstance(exc, kind_of):
             field = exc.field if isinstance(exc, ValidationError) else None
-            return error_response(status, kind, str(exc), field=field)
+            response = error_response(status, kind, str(exc), field=field)
+            if isinstance(exc, StoreUnavailable | StorageFull):
+                # The operator must act (start the database, free space): one line, never a traceback.
+                log.warning("%s %s: %s", method, path, exc)
+            if isinstance(exc, StoreUnavailable):
+                response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+            return response
     # StorageError, ConfigError, ModelMismatch: the server is not in a state to answer.
-    log.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
+    log.error("%s %s failed: %s", method, path, exc, exc_info=exc)
     return error_response(500, "server", f"the server could not complete the request: {type(exc).__name__}")
+
+
+def _reverie_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ReverieError)
+    return reverie_response(exc, request.method, request.url.path)
 
 
 def _loc(loc: Any) -> list[str | int]:
@@ -134,7 +166,6 @@ def _request_validation(request: Request, exc: Exception) -> Response:
 
 
 _HTTP_KINDS = {
-    400: "bad_request",
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",
@@ -145,14 +176,26 @@ _HTTP_KINDS = {
 
 def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
-        # FastAPI answers 400 for a body it could not decode (bytes that are not UTF-8): to the client that
-        # is malformed JSON like any other, so the same 422.
-        return error_response(422, "validation", "the body is not valid JSON (UTF-8)", field="body")
+    if exc.status_code == 400:
+        return _unreadable_body(exc.__cause__)
     response = error_response(exc.status_code, _HTTP_KINDS.get(exc.status_code, "http"), str(exc.detail))
     if exc.headers:
         response.headers.update(exc.headers)
     return response
+
+
+def _unreadable_body(cause: BaseException | None) -> Response:
+    """FastAPI's one 400: a body it could not decode. That is client input like any other refused value, so
+    the documented 422 ``validation`` naming ``body``, never an undocumented kind."""
+    if isinstance(cause, RecursionError):
+        # Nesting ~1,000 deep exhausts the JSON decoder's recursion: input past the documented limit, like any
+        # shallower too-deep value (which the services refuse with the same 422).
+        message = f"the body is nested too deeply: JSON values may nest at most {MAX_JSON_DEPTH} levels"
+    elif isinstance(cause, ValueError):  # bytes that are not UTF-8: malformed JSON like any other
+        message = "the body is not valid JSON (UTF-8)"
+    else:
+        message = "the body could not be read as JSON"
+    return error_response(422, "validation", message, field="body")
 
 
 def _forbidden(request: Request, exc: Exception) -> Response:

@@ -23,6 +23,7 @@ from reverie.api.errors import COMMON_ERRORS
 from reverie.api.schemas import Flag, RequestModel, ValueOut
 from reverie.core import validate
 from reverie.engine.root import Reverie
+from reverie.errors import StorageError
 
 log = logging.getLogger("reverie.api")
 router = APIRouter(
@@ -55,6 +56,8 @@ class DreamRunner:
         try:
             report = self._rv.dream.run(agent_id, trigger="manual")  # attributes its LLM calls to the agent
             log.info("dream of %s %s %s", agent_id, report.phase, report.reason)
+        except StorageError as exc:  # a full disk, a database away: the operator's matter, one line
+            log.warning("the dream of %s failed: %s", agent_id, exc)
         except Exception:  # a background thread has no caller to tell: log it
             log.exception("the dream of %s failed", agent_id)
 
@@ -80,13 +83,24 @@ class RunOut(ValueOut):
     error: str | None
 
 
+class HolderOut(ValueOut):
+    run_id: str
+    pid: int | None = Field(description="the process holding the lock (None: a holder that named none)")
+    host: str | None
+    heartbeat_at: datetime | None = Field(description="its last sign of life")
+    expires_at: datetime | None
+
+
 class DreamStatusOut(ValueOut):
     agent_id: str
     enabled: bool
-    running: bool
+    running: bool = Field(description="a live dream holds the lock (a dead holder is cleared first)")
     last_dream_at: datetime | None
     abort_requested: bool
-    run: RunOut | None = Field(description="the latest run: phase, current pass, progress, tokens, cost")
+    run: RunOut | None = Field(
+        description="the latest run: phase (interrupted: its process died), current pass, progress, tokens, cost"
+    )
+    holder: HolderOut | None = Field(None, description="the running dream's process, heartbeat and lease")
 
 
 class PassOut(ValueOut):
@@ -125,7 +139,10 @@ class EnabledIn(RequestModel):
 
 
 class AbortOut(BaseModel):
-    aborting: bool = Field(description="false when no dream of the agent is running")
+    aborting: bool = Field(description="a live dream was asked to stop at its next step")
+    interrupted: bool = Field(
+        False, description="the holder was dead: its lock was freed at once and its run recorded interrupted"
+    )
 
 
 class AuditRecordOut(ValueOut):
@@ -185,8 +202,9 @@ def trigger_dream(
 @router.post("/api/dream/agents/{agent_id}/abort", response_model=AbortOut, summary="Abort the running dream")
 def abort_dream(rv: Engine, agent: AdminAgent) -> AbortOut:
     """Stop the agent's running dream at its next step (any process's); its lock is rolled back so the time
-    gate reopens."""
-    return AbortOut(aborting=rv.dream.abort(agent))
+    gate reopens. A dream whose process died is cleared at once (``interrupted``)."""
+    done = rv.dream.abort_dream(agent)
+    return AbortOut(aborting=done.aborting, interrupted=done.interrupted)
 
 
 @router.put("/api/dream/agents/{agent_id}/enabled", response_model=DreamStatusOut, summary="Opt in or out")

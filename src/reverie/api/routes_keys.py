@@ -1,4 +1,4 @@
-"""API keys over HTTP (admin keys only): list, create (the secret is in this one answer), revoke.
+"""API keys over HTTP (admin keys only): list, create (the secret is in this one answer), bind to users, revoke.
 
 Keys are never deleted; a revoked key is refused from the moment it is revoked and stays listed.
 """
@@ -26,6 +26,10 @@ class KeyOut(BaseModel):
     agent_id: str | None = Field(description="None: an admin key (every agent)")
     scopes: list[str]
     admin: bool
+    users: list[str] | None = Field(
+        description="the users a request with the key may name: user ids, ['*'] any user, [] none; "
+        "null: a key from before user binding, which may name any user until it is bound"
+    )
     created_at: datetime
     revoked_at: datetime | None
     last_used_at: datetime | None
@@ -41,6 +45,15 @@ class KeyIn(RequestModel):
     name: str
     agent_id: str | None = Field(None, description="the one agent the key is for; omit for an admin key")
     scopes: list[str] = Field(description=f"{MEMORY_READ}, {MEMORY_WRITE}; an admin key: {ADMIN}")
+    users: list[str] = Field(
+        default_factory=list,
+        description="the users requests with the key may name (user_id): user ids, or ['*'] for any user; "
+        "default none. An admin key reaches every user.",
+    )
+
+
+class BindIn(RequestModel):
+    users: list[str] = Field(description="the users the key may name from now on: user ids, ['*'] any, [] none")
 
 
 class NewKeyOut(BaseModel):
@@ -56,9 +69,17 @@ def list_keys(rv: Engine) -> list[KeyOut]:
 
 @router.post("", status_code=201, response_model=NewKeyOut, summary="Create an API key")
 def create_key(rv: Engine, body: KeyIn) -> NewKeyOut:
-    """A new key bound to ``agent_id`` with ``scopes``, or an admin key (no agent, scope ``admin``)."""
-    key, secret = rv.keys.create(body.name, agent_id=body.agent_id, scopes=body.scopes)
+    """A new key bound to ``agent_id`` with ``scopes`` and the ``users`` it may name, or an admin key (no agent,
+    scope ``admin``, every user)."""
+    key, secret = rv.keys.create(body.name, agent_id=body.agent_id, scopes=body.scopes, users=body.users)
     return NewKeyOut(key=key, secret=secret)
+
+
+@router.patch("/{key_id}", response_model=KeyOut, responses=NOT_FOUND, summary="Bind an API key to users")
+def bind_key(rv: Engine, key_id: Annotated[str, Path(max_length=200)], body: BindIn) -> KeyOut:
+    """Replace the users the key may name (an agent key; an admin key reaches every user: 422). Takes effect on
+    the key's next request."""
+    return KeyOut.model_validate(rv.keys.bind(key_id, body.users))
 
 
 @router.delete("/{key_id}", response_model=KeyOut, responses=NOT_FOUND, summary="Revoke an API key")

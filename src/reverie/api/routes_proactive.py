@@ -7,9 +7,10 @@ proactive memories the scope sees), ``DELETE …/proactive/{entry_id}`` (forget 
 by default). The optional ``user_id`` and ``session_id`` query parameters narrow the scope as everywhere else.
 
 Per user: ``GET /api/memory/users/{user_id}/memories``, the user's user-level memory, which every agent
-serving that user shares. Any live key that may read memory (``memory_read``, or an admin key) may read it:
-user memory belongs to no agent, and the caller vouches for the user id, as it does for the ``user_id``
-parameter of every route. Everything else is the path agent's alone: another agent's ids are 404.
+serving that user shares. A live key that may read memory (``memory_read``, or an admin key) and is bound to
+the user (``auth.user_access``, as for the ``user_id`` parameter of every route) may read it. A key bound to the
+user may write it too, but archive only the entries its own agent wrote (``auth.require_change``; an admin key
+any). Everything else is the path agent's alone: another agent's ids are 404.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from reverie.api.attribution import AgentRoute
-from reverie.api.auth import STATE_KEY, Engine, ReadAgent, WriteAgent
+from reverie.api.auth import STATE_KEY, Engine, ReadAgent, WriteAgent, require_change
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND, Forbidden
 from reverie.api.schemas import (
     EntryOut,
@@ -200,11 +201,19 @@ def list_proactive(
     "/proactive/{entry_id}", response_model=EntryOut, responses=NOT_FOUND, summary="Forget a proactive memory"
 )
 def forget_proactive(
-    rv: Engine, agent: WriteAgent, entry_id: EntryId, user_id: UserQuery = None, session_id: SessionQuery = None
+    request: Request,
+    rv: Engine,
+    agent: WriteAgent,
+    entry_id: EntryId,
+    user_id: UserQuery = None,
+    session_id: SessionQuery = None,
 ) -> EntryOut:
     """Archive a proactive memory the scope sees (a user-level one when ``user_id`` is its user) and mark its
-    key-value copy deleted. 404 for any other id."""
-    return EntryOut.model_validate(rv.proactive.forget(entry_id, scope=scope_of(agent, user_id, session_id)))
+    key-value copy deleted. 404 for any other id; 403 for a user-level one another agent wrote (unless the key
+    is an admin key)."""
+    scope = scope_of(agent, user_id, session_id)
+    require_change(request, rv.proactive.find(entry_id, scope=scope))  # its writer never changes: checked once
+    return EntryOut.model_validate(rv.proactive.forget(entry_id, scope=scope))
 
 
 @router.post("/proactive/sweep", response_model=SweepOut, summary="Run the confidence decay sweep")
@@ -222,7 +231,8 @@ def consolidate(rv: Engine, agent: WriteAgent, body: ConsolidateIn, user_id: Use
 
 
 async def user_read_access(request: Request, user_id: UserPath) -> str:
-    """The path's user, once the caller holds a live key that may read memory (or the API runs without keys)."""
+    """The path's user, once the caller holds a live key that may read memory (or the API runs without keys);
+    the app's ``user_access`` has checked that the key is bound to the user."""
     key = request.scope.get("state", {}).get(STATE_KEY)
     if isinstance(key, ApiKey) and (key.revoked_at is not None or not {MEMORY_READ, ADMIN} & set(key.scopes)):
         raise Forbidden("this key may not read memory")

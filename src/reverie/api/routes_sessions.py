@@ -9,11 +9,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from reverie.api.attribution import AgentRoute
-from reverie.api.auth import Engine, ReadAgent, WriteAgent
+from reverie.api.auth import Engine, ReadAgent, WriteAgent, require_user
 from reverie.api.errors import COMMON_ERRORS, CONFLICT, NOT_FOUND
 from reverie.api.schemas import SESSION_ID_PATTERN, Deleted, Flag, RequestModel, UserQuery, ValueOut, Whole
 
@@ -212,10 +212,12 @@ def compaction_status(rv: Engine, agent: ReadAgent) -> list[CompactionStatusOut]
 @router.post(
     "/sessions/{session_id}/context", response_model=ContextOut, responses=NOT_FOUND, summary="Build the context"
 )
-def build_context(rv: Engine, agent: ReadAgent, session_id: SessionId, body: ContextIn) -> ContextOut:
+def build_context(request: Request, rv: Engine, agent: ReadAgent, session_id: SessionId, body: ContextIn) -> ContextOut:
     """The messages for the agent's next LLM call: recalled entries (each once per session), the
     working-memory inventory, patrol and subagent listings, out-of-window recall, the replayed turns and the
-    incoming message, trimmed to ``budget_tokens`` least relevant first. Reads only."""
+    incoming message, trimmed to ``budget_tokens`` least relevant first. Reads only. ``user_id``: 403 unless
+    the key is bound to the user."""
+    require_user(request, body.user_id)
     built = rv.context.build(
         session_id,
         body.message,

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Path, Request
 from pydantic import Field
 
 from reverie.api.attribution import AgentRoute
-from reverie.api.auth import ReadAgent, tool_permitted
+from reverie.api.auth import ReadAgent, require_user, tool_permitted
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND, Forbidden
 from reverie.api.schemas import Flag, RequestModel, ValueOut
 from reverie.errors import NotFound
@@ -68,6 +68,7 @@ def call_tool(
         raise NotFound(f"no tool {name[:80]!r}; GET the tools listing for the names")
     if not tool_permitted(request, spec.scope, agent):
         raise Forbidden(f"{spec.name} needs the {spec.scope} scope for agent {agent!r}")
+    require_user(request, body.user_id)
     context = ToolContext(
         agent_id=agent,
         user_id=body.user_id,

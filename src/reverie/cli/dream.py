@@ -7,6 +7,7 @@ import threading
 from types import FrameType
 
 import typer
+from rich.markup import escape
 
 from reverie.cli.common import AgentOption, JsonOption, console, emit, emit_json, engine
 from reverie.dream.service import DreamRunReport, DreamStatus
@@ -42,7 +43,14 @@ def run(ctx: typer.Context, agent: str = AgentOption, as_json: bool = JsonOption
 
 
 def _print_status(status: DreamStatus) -> None:
-    state = "running" if status.running else "idle"
+    # A run whose process died shows "interrupted" until the next run: its lock was freed when seen dead.
+    state = "idle"
+    if status.holder is not None and status.holder.pid is not None:
+        state = f"running (process {status.holder.pid} on {escape(status.holder.host or '')})"
+    elif status.running:
+        state = "running"
+    elif status.run is not None and status.run.phase == "interrupted":
+        state = "interrupted"
     last = status.last_dream_at.isoformat(timespec="minutes") if status.last_dream_at else "never"
     console.print(f"agent {status.agent_id}: {state}, {'enabled' if status.enabled else 'disabled'}, last dream {last}")
     run_ = status.run
@@ -68,10 +76,20 @@ def status(ctx: typer.Context, agent: str = AgentOption, as_json: bool = JsonOpt
 
 @app.command()
 def abort(ctx: typer.Context, agent: str = AgentOption, as_json: bool = JsonOption) -> None:
-    """Stop the agent's running dream at its next step; its lock is rolled back so the time gate reopens."""
+    """Stop the agent's running dream at its next step; its lock is rolled back so the time gate reopens. A
+    dream whose process died is cleared at once: its lock freed, its run recorded as interrupted."""
     with engine(ctx) as rv:
-        asked = rv.dream.abort(agent)
-        emit({"aborting": asked}, as_json, "abort requested" if asked else f"no dream of {agent} is running")
+        done = rv.dream.abort_dream(agent)
+        if done.aborting:
+            text = "abort requested: the dream stops at its next step"
+        elif done.interrupted:
+            text = (
+                f"the dream of {agent} was interrupted: {escape(done.reason)}; its lock is cleared and its run recorded"
+                " as interrupted"
+            )
+        else:
+            text = f"no dream of {agent} is running"
+        emit(done.as_dict(), as_json, text)
 
 
 @app.command()
@@ -84,7 +102,7 @@ def history(ctx: typer.Context, agent: str = AgentOption, limit: int = 10, as_js
             return
         for r in runs:
             console.print(
-                f"{r.started_at.isoformat(timespec='minutes')} {r.trigger:<9} {r.phase:<9} {r.tokens:>7} tokens "
+                f"{r.started_at.isoformat(timespec='minutes')} {r.trigger:<9} {r.phase:<11} {r.tokens:>7} tokens "
                 f"${r.cost:.4f}",
                 markup=False,
             )
@@ -117,7 +135,7 @@ def serve(ctx: typer.Context) -> None:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    with engine(ctx, background=True) as rv:
+    with engine(ctx, background=True, verify=True) as rv:  # never dream into a damaged store
         rv.dream.start()
         schedule = rv.settings.dream.cron or f"every {rv.settings.dream.interval_hours:g} h"
         console.print(f"dream scheduler running ({schedule}); Ctrl-C stops it")

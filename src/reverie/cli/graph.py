@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine, fail
 from reverie.core.text import preview
+from reverie.core.validate import too_deep
 from reverie.errors import ValidationError
 from reverie.graph import inputs as graph_input
 from reverie.graph.service import EntitySubgraph, GraphPath, Triple, ref_of
@@ -39,6 +40,8 @@ def _properties(text: str | None) -> dict[str, Any] | None:
         value = json.loads(text)
     except ValueError as exc:
         fail(ValidationError(f"--properties is not JSON: {exc}", field="properties"))
+    except RecursionError:  # the decoder gave up ~1,000 levels down: far past the limit
+        fail(too_deep("properties"))
     if not isinstance(value, dict):
         fail(ValidationError("--properties must be a JSON object", field="properties"))
     return value

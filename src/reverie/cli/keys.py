@@ -1,13 +1,18 @@
-"""``reverie keys ...``: create, list and revoke the API keys of the HTTP API and the MCP server."""
+"""``reverie keys ...``: create, list, bind to users and revoke the API keys of the HTTP API and the MCP server.
+
+``keys list`` warns about every live agent key from before user binding (it may still name any user) until
+``keys bind`` gives it users (or ``--any-user``, deliberately)."""
 
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 
 from reverie.cli.common import JsonOption, console, emit_json, engine, err_console, fail
 from reverie.errors import ValidationError
-from reverie.keys.service import ADMIN, AGENT_SCOPES, MEMORY_READ, MEMORY_WRITE, public_view
+from reverie.keys.service import ADMIN, AGENT_SCOPES, MEMORY_READ, MEMORY_WRITE, binding, public_view
 from reverie.types import ApiKey
+from reverie.types.keys import ANY_USER
 
 app = typer.Typer(help="API keys for the HTTP API and the MCP server.", no_args_is_help=True)
 
@@ -21,9 +26,22 @@ def _line(key: ApiKey) -> str:
     agent = "(every agent)" if key.agent_id is None else key.agent_id
     state = f"revoked {_when(view['revoked_at'])}" if key.revoked_at else "live"
     return (
-        f"{key.key_id}  {key.name:<20} {agent:<16} {','.join(key.scopes):<24} created {_when(view['created_at'])}"
-        f"  used {_when(view['last_used_at'])}  {state}"
+        f"{key.key_id}  {key.name:<20} {agent:<16} {','.join(key.scopes):<24} {binding(key):<20}"
+        f" created {_when(view['created_at'])}  used {_when(view['last_used_at'])}  {state}"
     )
+
+
+def _users(user: list[str] | None, any_user: bool) -> list[str]:
+    """``--user`` (repeatable) or ``--any-user``, not both."""
+    if any_user and user:
+        fail(ValidationError("give either --user U (repeatable) or --any-user", field="users"))
+    return [ANY_USER] if any_user else list(user or ())
+
+
+UserOption = typer.Option(
+    None, "--user", "-u", help="A user requests with the key may name as user_id (repeatable). Default: none."
+)
+AnyUserOption = typer.Option(False, "--any-user", help="Requests with the key may name any user ('*').")
 
 
 @app.command()
@@ -35,18 +53,24 @@ def create(
     scope: list[str] | None = typer.Option(
         None, "--scope", help=f"{MEMORY_READ}, {MEMORY_WRITE} or {ADMIN} (repeatable; default both memory scopes)."
     ),
+    user: list[str] | None = UserOption,
+    any_user: bool = AnyUserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Create a key and print its secret, once: it cannot be shown again."""
+    """Create a key and print its secret, once: it cannot be shown again. An agent key names no user (no
+    user_id, no user memory) unless given --user U or --any-user; an admin key reaches every user."""
     if admin == (agent is not None):
         fail(ValidationError("give either --agent A or --admin", field="agent"))
+    users = _users(user, any_user)
+    if admin and users:
+        fail(ValidationError("an admin key reaches every user: give it no --user or --any-user", field="users"))
     scopes = list(scope or ())
     if admin and ADMIN not in scopes:
         scopes.append(ADMIN)
     elif not admin and not scopes:
         scopes = list(AGENT_SCOPES)
     with engine(ctx) as rv:
-        key, secret = rv.keys.create(name, agent_id=agent, scopes=scopes)
+        key, secret = rv.keys.create(name, agent_id=agent, scopes=scopes, users=users)
     if as_json:
         emit_json({"key": public_view(key), "secret": secret})
     else:
@@ -62,10 +86,37 @@ def list_keys(ctx: typer.Context, as_json: bool = JsonOption) -> None:
         keys = rv.keys.list()
     if as_json:
         emit_json([public_view(k) for k in keys])
-        return
-    if not keys:
-        console.print("no API keys: create one with `reverie keys create NAME --agent A`", markup=False)
+    else:
+        if not keys:
+            console.print("no API keys: create one with `reverie keys create NAME --agent A`", markup=False)
+        for key in keys:
+            console.print(_line(key), markup=False)
     for key in keys:
+        if key.users is None and key.agent_id is not None and key.revoked_at is None:
+            err_console.print(
+                f"[yellow]warning:[/] key {key.key_id} ({escape(key.agent_id)}) is from before keys were bound to "
+                f"users: it may name any user. Bind it: `reverie keys bind {key.key_id} --user U` (or --any-user)."
+            )
+
+
+@app.command()
+def bind(
+    ctx: typer.Context,
+    key_id: str = typer.Argument(..., help="The key's id (from `keys list`)."),
+    user: list[str] | None = UserOption,
+    any_user: bool = AnyUserOption,
+    no_user: bool = typer.Option(False, "--no-user", help="The key names no user from now on."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Replace the users an agent key may name (from its next request on)."""
+    users = _users(user, any_user)
+    if no_user == bool(users):
+        fail(ValidationError("give --user U (repeatable), --any-user or --no-user", field="users"))
+    with engine(ctx) as rv:
+        key = rv.keys.bind(key_id, users)
+    if as_json:
+        emit_json(public_view(key))
+    else:
         console.print(_line(key), markup=False)
 
 

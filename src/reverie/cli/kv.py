@@ -18,6 +18,7 @@ import typer
 from rich.markup import escape
 
 from reverie.cli.common import AgentOption, JsonOption, console, emit, emit_json, engine, fail, read_text_argument
+from reverie.core.validate import too_deep
 from reverie.errors import ValidationError
 from reverie.types import KvItem
 
@@ -51,6 +52,8 @@ def parse_value(text: str, *, as_json: bool, as_string: bool) -> Any:
         if as_json:
             raise ValidationError(f"the value is not JSON: {exc}", field="value") from None
         return text
+    except RecursionError:  # JSON all the same, nested ~1,000 deep: far past the limit (never taken as text)
+        raise too_deep("value") from None
 
 
 def _value_text(argument: str | None, option: str | None) -> str:

@@ -133,6 +133,8 @@ def record_tool_call(
             args = json.loads(arguments)
         except ValueError as exc:
             fail(ValidationError(f"--arguments is not JSON: {exc}", field="arguments"))
+        except RecursionError:  # the decoder gave up ~1,000 levels down: far past the limit
+            fail(validate.too_deep("arguments"))
     with engine(ctx) as rv:
         record = rv.tool_calls.record(
             agent, tool, ok, session_id=session, error=error, arguments=args, duration_ms=duration_ms

@@ -49,7 +49,7 @@ def mcp(
     if transport is Transport.http and no_auth and not is_loopback(host):
         message = f"--no-auth is allowed only on a loopback address (127.0.0.1, ::1, localhost), not {host}"
         fail(ValidationError(message, field="host"))
-    with engine(ctx, background=True) as rv:
+    with engine(ctx, background=True, verify=True) as rv:  # a damaged store is refused before any write
         if transport is Transport.stdio:
             _serve_stdio(rv, agent)
         else:

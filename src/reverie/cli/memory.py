@@ -91,7 +91,7 @@ def search(
     as_json: bool = JsonOption,
 ) -> None:
     """Search long-term memory: BM25 and embeddings fused (hybrid), or one of them."""
-    with engine(ctx) as rv:
+    with engine(ctx, read=True) as rv:
         rv.embed_pending()  # entries saved by earlier commands get their vectors before we search
         results = rv.memory.search(
             query,
@@ -123,7 +123,7 @@ def list_(
     as_json: bool = JsonOption,
 ) -> None:
     """Browse: the most recently reinforced entries, then the full category taxonomy."""
-    with engine(ctx) as rv:
+    with engine(ctx, read=True) as rv:
         result = rv.memory.browse(category=category, limit=limit, scope=scope_of(agent, user, session))
         if as_json:
             emit_json(result)
@@ -141,7 +141,7 @@ def get(
     as_json: bool = JsonOption,
 ) -> None:
     """Show one entry (archived ones too)."""
-    with engine(ctx) as rv:
+    with engine(ctx, read=True) as rv:
         entry = rv.memory.get(entry_id, scope=scope_of(agent, user, session))
         if as_json:
             emit_json(entry)
@@ -160,7 +160,7 @@ def explain(
 ) -> None:
     """Why an entry stands where it does: when it was seen, retention, confidence and its inputs,
     contradictions, what superseded it, how many versions it has."""
-    with engine(ctx) as rv:
+    with engine(ctx, read=True) as rv:
         rv.embed_pending()  # contradictions are found by embedding when vectors exist
         result = rv.lint.explain(entry_id, scope=scope_of(agent, user, session))
         if as_json:
@@ -261,7 +261,7 @@ def history(
     as_json: bool = JsonOption,
 ) -> None:
     """Every version of an entry; with --restore N, bring version N back (as a new version)."""
-    with engine(ctx) as rv:
+    with engine(ctx, read=restore_version is None) as rv:
         scope = scope_of(agent, user, session)
         if restore_version is not None:
             rv.memory.restore_version(entry_id, restore_version, scope=scope)

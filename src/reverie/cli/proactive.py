@@ -17,7 +17,7 @@ from reverie.cli.common import (
     read_text_argument,
     scope_of,
 )
-from reverie.core.proactive import kind_of
+from reverie.core.proactive import kind_of, writer_of
 from reverie.proactive.upkeep import ConsolidationReport
 from reverie.types import MemoryEntry
 
@@ -28,9 +28,11 @@ app = typer.Typer(
 
 
 def _line(entry: MemoryEntry) -> str:
+    writer = writer_of(entry.metadata)  # user memory: the agent that wrote it
+    by = "" if writer is None else f", written by {escape(writer)}"
     return (
         f"[cyan]{entry.id}[/] ({escape(entry.category)}, {kind_of(entry.metadata)}) {escape(entry.content)}"
-        f"  [dim]confidence {entry.confidence:.2f}[/]"
+        f"  [dim]confidence {entry.confidence:.2f}{by}[/]"
     )
 
 

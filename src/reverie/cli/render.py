@@ -217,13 +217,15 @@ def stats(result: StoreStats) -> None:
         console.print(taxonomy_tree(tuple(CategoryCount(category=k, count=v) for k, v in result.by_category.items())))
 
 
-def health(report: HealthReport) -> None:
+def health(report: HealthReport, *, repaired: bool = False) -> None:
+    """The checks and repairs; ``repaired``: the report is after ``--repair`` (so it is not suggested again)."""
     for name, outcome in report.checks.items():
         mark = "[green]ok[/]" if outcome == "ok" or name == "migrations" else "[red]problem[/]"
         console.print(f"{mark}  {name}: {escape(outcome)}")
     for line in report.repaired:
         console.print(f"[yellow]repaired[/]  {escape(line)}")
-    console.print("[bold green]healthy[/]" if report.ok else "[bold red]not healthy[/] — try `reverie doctor --repair`")
+    advice = "restore a backup (`reverie restore-backup`)" if repaired else "try `reverie doctor --repair`"
+    console.print("[bold green]healthy[/]" if report.ok else f"[bold red]not healthy[/] — {advice}")
 
 
 def embedding(status: dict[str, object]) -> None:

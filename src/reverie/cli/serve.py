@@ -44,7 +44,7 @@ def serve(
             )
         )
     _log_to_stderr()
-    with engine(ctx, background=True) as rv:
+    with engine(ctx, background=True, verify=True) as rv:  # a damaged store is refused before any key is made
         if no_auth:
             _warn_open(host, port)
         else:

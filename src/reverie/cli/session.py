@@ -12,6 +12,7 @@ import typer
 from reverie.cli.common import AgentOption, JsonOption, console, emit, emit_json, engine, fail, read_text_argument
 from reverie.conversation.compaction import CompactionResult
 from reverie.conversation.service import SessionInfo
+from reverie.core.validate import too_deep
 from reverie.errors import ValidationError
 from reverie.types import SessionRecord
 from reverie.views.plain import iso_z
@@ -118,6 +119,8 @@ def _tool_calls(raw: str | None) -> list[dict[str, Any]] | None:
         value = json.loads(raw)
     except ValueError as exc:
         fail(ValidationError(f"--tool-calls is not JSON: {exc}", field="tool_calls"))
+    except RecursionError:  # the decoder gave up ~1,000 levels down: far past the limit
+        fail(too_deep("tool_calls"))
     if not isinstance(value, list):
         fail(ValidationError("--tool-calls must be a JSON list of tool calls", field="tool_calls"))
     return value

@@ -21,7 +21,7 @@ from reverie.clock import SystemClock
 from reverie.errors import ReverieError, StorageError
 from reverie.settings import Settings, config_from, home_from_env, load_settings
 from reverie.storage import open_store, pending_migrations, portable, store_exists, store_url
-from reverie.storage.base import Store, StoreOptions
+from reverie.storage.base import OpenMode, Store, StoreOptions
 
 
 def _settings(ctx: typer.Context) -> Settings:
@@ -44,9 +44,9 @@ def _shown(url: str) -> str:
 
 
 @contextmanager
-def _opened(url: str, options: StoreOptions) -> Iterator[Store]:
+def _opened(url: str, options: StoreOptions, mode: OpenMode = "rw") -> Iterator[Store]:
     try:
-        store = open_store(url, now=SystemClock().now(), options=options)
+        store = open_store(url, now=SystemClock().now(), options=options, mode=mode)
     except ReverieError as exc:
         fail(exc)
     try:
@@ -69,7 +69,8 @@ def copy(
     src_url, dst_url = store_url(source), store_url(destination)
     if not store_exists(src_url):
         fail(StorageError(f"no store at {_shown(src_url)}"))
-    with _opened(src_url, options) as src, _opened(dst_url, options) as dst:
+    # The source is only read: a read-only one is copied as it is (and never migrated by the copy).
+    with _opened(src_url, options, "read") as src, _opened(dst_url, options) as dst:
         with Progress(console=console, transient=as_json, disable=as_json) as bar:
             tasks: dict[str, TaskID] = {}
 

@@ -19,6 +19,11 @@ Invariants:
   (``Store.injected``) so it holds across every process serving the session, updated only for entries that
   made it into the returned context, and cleared when the session starts afresh (``forget_session``). Two
   builds of one session at the same instant may both give an entry; a session's turns come one at a time.
+- Every block of recalled text (recalled entries, proactive memories, the working-memory listings, the
+  compaction summary, the out-of-window quotes) is framed as data by ``core.framing``: a notice that it is
+  stored record, not instructions, between fences its text cannot forge; inside, recalled text is
+  neutralised (role markers, template tokens, tags) and each entry says its source, tool text and
+  inferences marked unverified. Only the rendering changes: the stored text is never rewritten.
 - With a token budget, the least relevant parts go first: recalled entries (lowest score first), proactive
   memories (lowest rank first), the subagent and patrol listings, the out-of-window quotes (the marker
   stays), the oldest replayed turns, then the own working-memory inventory. The incoming message is never
@@ -38,7 +43,8 @@ from typing import Any
 from reverie.clock import Clock
 from reverie.conversation.service import ConversationMemory
 from reverie.core import validate
-from reverie.core.proactive import kind_of
+from reverie.core.framing import frame, neutralise, source_label
+from reverie.core.proactive import kind_of, writer_of
 from reverie.core.temporal import seen_phrase
 from reverie.core.text import preview
 from reverie.core.window_recall import QuotableTurn, hidden_and_window, out_of_window_message
@@ -244,10 +250,10 @@ class ContextBuilder:
 
         if parts.hits:
             lines = [self._entry_line(h, now) for h in parts.hits]
-            add("recall", [_system(RECALL_HEADING + "\n" + "\n".join(lines))])
+            add("recall", [_system(frame(RECALL_HEADING, "\n".join(lines)))])
         if parts.proactive:
             lines = [self._proactive_line(h) for h in parts.proactive]
-            add("proactive", [_system(PROACTIVE_HEADING + "\n" + "\n".join(lines))])
+            add("proactive", [_system(frame(PROACTIVE_HEADING, "\n".join(lines)))])
         for name, listing in (("working", parts.working), ("patrol", parts.patrol), ("subagents", parts.subagents)):
             if listing:
                 add(name, [_system(listing)])
@@ -276,21 +282,29 @@ class ContextBuilder:
         )
         if recall is None:
             return None
-        if parts.summary:
-            return f"{SUMMARY_HEADING}\n{parts.summary}\n\n{recall}"
+        if parts.summary:  # compacted from the turns, so as much recalled text as they are
+            return f"{frame(SUMMARY_HEADING, neutralise(parts.summary))}\n\n{recall}"
         return recall
 
     def _entry_line(self, hit: SearchHit, now: datetime) -> str:
+        """``- [id] (category) text — first seen today (from tool web_browse — unverified)``."""
         e = hit.entry
-        extras = [seen_phrase(e.created_at, e.last_seen_at, e.reinforcement_count, now)]
-        if e.source:
-            extras.append(f"source={e.source}")
-        return f"- [{e.id}] ({e.category}) {preview(e.content, self.config.entry_chars)} — {', '.join(extras)}"
+        return self._quoted(hit, seen_phrase(e.created_at, e.last_seen_at, e.reinforcement_count, now))
+
+    def _quoted(self, hit: SearchHit, said: str) -> str:
+        """An entry's id, category and (cut) text, neutralised, then ``said`` and its source (``core.framing``)."""
+        e = hit.entry
+        label = source_label(e.source)
+        text = neutralise(preview(e.content, self.config.entry_chars))
+        return f"- [{neutralise(e.id)}] ({neutralise(e.category)}) {text} — {said}" + (f" ({label})" if label else "")
 
     def _proactive_line(self, hit: SearchHit) -> str:
         e = hit.entry
         label = {"user": "about the user", "session": "this session"}.get(kind_of(e.metadata), "this agent")
-        return f"- [{e.id}] ({e.category}) {preview(e.content, self.config.entry_chars)} — {label}"
+        writer = writer_of(e.metadata)
+        if writer is not None:  # user memory is shared by the user's agents: say which one noted it
+            label += f", noted by {neutralise(writer)}"
+        return self._quoted(hit, label)
 
     # -- the budget ----------------------------------------------------------------------------------------
     def _fit(self, parts: _Parts, message: str, budget: int) -> BuiltContext:
@@ -324,7 +338,8 @@ def _system(text: str) -> Message:
 
 
 def _listing(heading: str, lines: str) -> str:
-    return f"{heading}\n{lines}" if lines else ""
+    """A working-memory listing framed as data (its keys are written by agents, its tags are free text)."""
+    return frame(heading, lines) if lines else ""
 
 
 def _turn_message(turn: TurnRecord) -> Message:

@@ -128,13 +128,7 @@ def _tool_calls(value: object, *, max_chars: int) -> list[dict[str, Any]] | None
         raise ValidationError("tool_calls must be a list of objects", field="tool_calls")
     if not all(isinstance(c, Mapping) and all(isinstance(k, str) for k in c) for c in value):
         raise ValidationError("each tool call must be an object with string keys", field="tool_calls")
-    try:
-        encoded = json.dumps([dict(c) for c in value], ensure_ascii=False, allow_nan=False)
-        encoded.encode("utf-8")
-    except (TypeError, ValueError, RecursionError, UnicodeEncodeError) as exc:
-        raise ValidationError(f"tool_calls is not JSON-serialisable: {exc}", field="tool_calls") from None
-    if validate.has_nul(list(value)):
-        raise ValidationError("tool_calls contains a NUL character", field="tool_calls")  # jsonb cannot hold it
+    encoded = validate.json_text(list(value), field="tool_calls")  # the one check of caller JSON (depth, NUL, …)
     if len(encoded) > max_chars:
         raise ValidationError(f"tool_calls is longer than {max_chars:,} characters", field="tool_calls")
     calls: list[dict[str, Any]] = json.loads(encoded)

@@ -284,6 +284,32 @@ def kind_of(metadata: Mapping[str, Any]) -> str:
     return AGENT if state is None else state.kind
 
 
+# -- who wrote a user memory ----------------------------------------------------------------------------------
+# User memory is shared by every agent serving the user, so each entry records the agent whose save created it
+# (WRITTEN_BY, never changed after) and the other agents whose saves restated or extended it (REINFORCED_BY, in
+# the order they came, at most MAX_REINFORCED_BY). An agent's own memories record neither: they are the agent's.
+WRITTEN_BY = "writtenBy"
+REINFORCED_BY = "reinforcedBy"
+MAX_REINFORCED_BY = 50
+
+
+def writer_of(metadata: Mapping[str, Any]) -> str | None:
+    """The agent that wrote a user memory; None for an entry saved before writers were recorded."""
+    writer = metadata.get(WRITTEN_BY)
+    return writer if isinstance(writer, str) and writer else None
+
+
+def with_reinforcer(metadata: Mapping[str, Any], agent_id: str) -> dict[str, Any]:
+    """``metadata`` after ``agent_id`` restated the entry: ``agent_id`` joins ``REINFORCED_BY`` unless it is
+    the writer, is listed already, or the list is full (an unreadable list starts afresh)."""
+    out = dict(metadata)
+    raw = out.get(REINFORCED_BY)
+    listed = [a for a in raw if isinstance(a, str)] if isinstance(raw, list) else []
+    if agent_id != writer_of(metadata) and agent_id not in listed and len(listed) < MAX_REINFORCED_BY:
+        out[REINFORCED_BY] = [*listed, agent_id]
+    return out
+
+
 def merged_state(states: Sequence[State]) -> State:
     """The bookkeeping of a consolidation's survivor: the highest base confidence, every access summed, the
     latest access, the keeper's kind (all members share one scope)."""

@@ -1,5 +1,12 @@
 """Input validation shared by every entry point. Each function returns the clean value or raises
-``ValidationError`` naming the field; none of them touches storage, so a rejected call changes nothing."""
+``ValidationError`` naming the field; none of them touches storage, so a rejected call changes nothing.
+
+Caller JSON (memory and skill metadata, graph properties, key-value values, tool-call arguments, a turn's
+tool calls) passes one check, ``json_shape``: at most ``MAX_JSON_DEPTH`` levels of arrays and objects, string
+keys, finite numbers, no NUL and no lone surrogate anywhere. It walks the value with an explicit stack, never
+by recursion, so a value nested 100,000 deep is a ``ValidationError`` like any other; a value it passes is
+shallow enough for every JSON codec the engine uses (``json``, pydantic's serialiser, jsonb) to handle.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from reverie.core.subject_time import subject_time_problem
 from reverie.errors import ValidationError
@@ -20,6 +27,10 @@ MAX_TAGS = 50
 MAX_TAG_CHARS = 100
 MAX_ID_CHARS = 200
 MAX_METADATA_BYTES = 64_000
+# Levels of arrays and objects in a caller's JSON value (the value itself is the first). Far more than any real
+# value needs, and far below where a recursive codec fails: pydantic's serialiser refuses ~255 levels, json's
+# C code and the interpreter's recursion limit about 1,000.
+MAX_JSON_DEPTH: Final = 64
 # How far past the clock's now an observed time may be (another machine's clock running ahead); such a time
 # is taken as now, never later.
 OBSERVED_AT_TOLERANCE = timedelta(minutes=5)
@@ -174,25 +185,82 @@ def internal_scope(value: object) -> Scope:
 
 
 def metadata(value: object) -> dict[str, Any]:
-    """A JSON object with string keys, at most ``MAX_METADATA_BYTES`` when serialised."""
+    """A JSON object with string keys (``json_object``), at most ``MAX_METADATA_BYTES`` when serialised."""
+    return json_object(value, field="metadata", max_bytes=MAX_METADATA_BYTES)
+
+
+def json_object(value: object, *, field: str, max_bytes: int) -> dict[str, Any]:
+    """A JSON object (``json_shape``) of at most ``max_bytes`` UTF-8 bytes as compact JSON, as it reads back
+    from JSON (a fresh copy: tuples become lists, any mapping a dict); ``{}`` for None."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ValidationError("metadata must be a mapping of strings to JSON values", field="metadata")
-    if not all(isinstance(k, str) for k in value):
-        raise ValidationError("metadata keys must be strings", field="metadata")
-    try:
-        encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
-        encoded.encode("utf-8")
-    except (TypeError, ValueError, UnicodeEncodeError) as exc:
-        raise ValidationError(f"metadata is not JSON-serialisable: {exc}", field="metadata") from None
-    if has_nul(value):
-        # PostgreSQL's jsonb cannot hold NUL: refuse it on every backend alike.
-        raise ValidationError("metadata contains a NUL character", field="metadata")
-    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
-        raise ValidationError(f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata")
+        raise ValidationError(f"{field} must be a mapping of strings to JSON values", field=field)
+    encoded = json_text(value, field=field)
+    if len(encoded.encode("utf-8")) > max_bytes:
+        raise ValidationError(f"{field} is larger than {max_bytes} bytes", field=field)
     loaded: dict[str, Any] = json.loads(encoded)
     return loaded
+
+
+def json_text(value: object, *, field: str) -> str:
+    """``value`` checked by ``json_shape``, then serialised as compact JSON (non-ASCII kept)."""
+    json_shape(value, field=field)
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_as_dict)
+    except (TypeError, ValueError) as exc:  # what the walk cannot see, e.g. an int too long to print
+        raise ValidationError(f"{field} is not JSON-serialisable: {exc}", field=field) from None
+
+
+def _as_dict(value: object) -> object:
+    # json.dumps writes only dicts as objects; json_shape accepted any Mapping.
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def json_shape(value: object, *, field: str) -> None:
+    """Raise ``ValidationError`` naming ``field`` unless ``value`` is JSON that every backend can hold: null,
+    booleans, whole and finite numbers, strings without NUL or lone surrogates, lists (or tuples) and mappings
+    with string keys, nested at most ``MAX_JSON_DEPTH`` levels of arrays and objects. Iterative: the depth of
+    the value costs no stack, and a value that contains itself is too deep rather than an endless walk."""
+    pending: list[tuple[object, int]] = [(value, 1)]  # (a value, the level a container there would be at)
+    while pending:
+        item, level = pending.pop()
+        if item is None or isinstance(item, bool | int):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValidationError(f"{field} contains NaN or an infinity, which JSON cannot hold", field=field)
+            continue
+        if isinstance(item, str):
+            _json_string(item, field)
+            continue
+        if not isinstance(item, list | tuple | Mapping):
+            raise ValidationError(f"{field} holds a {type(item).__name__}, which is not JSON", field=field)
+        if level > MAX_JSON_DEPTH:
+            raise too_deep(field)
+        if isinstance(item, Mapping):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    raise ValidationError(f"{field} has a non-string object key {key!r:.40}", field=field)
+                _json_string(key, field)
+                pending.append((inner, level + 1))
+        else:
+            pending.extend((inner, level + 1) for inner in item)
+
+
+def too_deep(field: str) -> ValidationError:
+    """The error for JSON nested past ``MAX_JSON_DEPTH``: what ``json_shape`` raises, and what an interface
+    says when its own JSON decoder runs out of recursion first (~1,000 levels: past the limit all the same)."""
+    return ValidationError(f"{field} is nested deeper than {MAX_JSON_DEPTH} levels", field=field)
+
+
+def _json_string(text: str, field: str) -> None:
+    if "\x00" in text:
+        # PostgreSQL's jsonb cannot hold NUL: refuse it on every backend alike.
+        raise ValidationError(f"{field} contains a NUL character", field=field)
+    _utf8(text, field)
 
 
 def subject_time(value: Mapping[str, Any]) -> None:
@@ -243,13 +311,24 @@ def observed_at(value: object, *, now: datetime, name: str = "observed_at") -> d
 
 
 def has_nul(value: object) -> bool:
-    """Whether a JSON-able value holds a NUL character in any string or key (PostgreSQL refuses those)."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, Mapping):
-        return any(has_nul(k) or has_nul(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(has_nul(v) for v in value)
+    """Whether a JSON-able value holds a NUL character in any string or key (PostgreSQL refuses those).
+    Iterative, so any depth is fine (a value that contains itself is walked once per container)."""
+    pending: list[object] = [value]
+    seen: set[int] = set()
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, Mapping | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, Mapping):
+                pending.extend(item.keys())
+                pending.extend(item.values())
+            else:
+                pending.extend(item)
     return False
 
 

@@ -7,9 +7,12 @@ bypasses the time and activity gates, never the opt-in or the lock.
 
 Invariants:
 - One dream per agent at a time, across processes: the lock is a lease in the store, renewed at every
-  checkpoint; a crashed holder's lease expires after ``lease_seconds`` (on PostgreSQL the lock is also an
-  advisory lock, freed as soon as the holder's process dies). A scheduled or idle run checks its gates again
-  once it holds the lock, so a dream another worker completed in between is not run a second time.
+  checkpoint, naming its holder's process and beaten by a heartbeat thread every ``heartbeat_seconds``
+  (``dream.holder``). A holder found dead (``holder.dead_reason``: its session or process gone, its heartbeat
+  stale, its lease run out) is reaped by whoever looks first (``status``, ``run``, ``abort``, ``history``):
+  its lease is freed and its run recorded ``interrupted``, in one transaction. A live holder is only ever
+  asked to stop (``abort``). A scheduled or idle run checks its gates again once it holds the lock, so a
+  dream another worker completed in between is not run a second time.
 - A dream that completes advances the agent's ``last_dream_at`` (the time gate); one that fails, is
   aborted or is cancelled leaves it where it was, so the gate reopens and the next tick retries.
 - A pass whose capability is missing is skipped; a pass that raises is reported failed and the cycle goes
@@ -17,7 +20,9 @@ Invariants:
 - The service never queues an LLM call behind a user's turn: while ``llm.busy`` it polls every
   ``busy_poll_seconds``.
 - Every run is recorded (``store.dream`` runs): phase, current pass, progress, tokens, cost and the pass
-  reports — the status page and the audit trail.
+  reports — the status page and the audit trail. Its final record is written before its lock is released.
+- A killed dream leaves nothing half-applied: every pass writes in transactions (a merge saves its entry and
+  retires its sources in one), so a kill between two of them leaves each whole or absent.
 """
 
 from __future__ import annotations
@@ -33,14 +38,15 @@ from typing import Any
 from reverie.clock import Clock
 from reverie.core import validate
 from reverie.core.coverage import Vocabulary
+from reverie.dream import holder as holders
 from reverie.dream.ledger import DreamPassLedger
 from reverie.dream.passes.base import Capability, DreamPass, DreamStopped, PassContext, PassReport
 from reverie.dream.schedule import Schedule
-from reverie.errors import ValidationError
+from reverie.errors import StorageError, ValidationError
 from reverie.llm.base import LLM
 from reverie.llm.usage import agent_context
-from reverie.runtime.background import BackgroundService
-from reverie.storage.base import Store
+from reverie.runtime.background import BackgroundService, Backoff, report_failure
+from reverie.storage.base import DreamLockState, Store
 from reverie.types import DreamRun
 
 log = logging.getLogger("reverie.dream")
@@ -54,6 +60,7 @@ class DreamConfig:
     min_hours: float = 1.0
     min_sessions: int = 0
     lease_seconds: float = 600.0
+    heartbeat_seconds: float = 5.0
     busy_poll_seconds: float = 5.0
     idle_trigger: bool = False
     idle_window_seconds: float = 300.0
@@ -105,8 +112,66 @@ class DreamRunReport:
 
 
 @dataclass(frozen=True, slots=True)
+class DreamHolder:
+    """The live holder of an agent's dream lock: its run, its process (when it named one), its last heartbeat
+    and the end of its lease."""
+
+    run_id: str
+    pid: int | None
+    host: str | None
+    heartbeat_at: datetime | None
+    expires_at: datetime | None
+
+    @classmethod
+    def of(cls, state: DreamLockState) -> DreamHolder | None:
+        if state.holder is None:
+            return None
+        process = state.process
+        return cls(
+            run_id=state.holder,
+            pid=None if process is None else process.pid,
+            host=None if process is None else process.host,
+            heartbeat_at=state.heartbeat_at,
+            expires_at=state.expires_at,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "pid": self.pid,
+            "host": self.host,
+            "heartbeat_at": None if self.heartbeat_at is None else self.heartbeat_at.isoformat(),
+            "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DreamAbort:
+    """What ``abort_dream`` did: ``requested`` (a live dream was asked to stop at its next checkpoint),
+    ``interrupted`` (its holder was dead: the lock was freed at once and the run recorded interrupted, for
+    ``reason``) or ``none`` (no dream held the lock)."""
+
+    agent_id: str
+    outcome: str
+    run_id: str | None = None  # the live run asked to stop
+    reason: str = ""  # why the holder counted as dead
+
+    @property
+    def aborting(self) -> bool:
+        return self.outcome == "requested"
+
+    @property
+    def interrupted(self) -> bool:
+        return self.outcome == "interrupted"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"aborting": self.aborting, "interrupted": self.interrupted}
+
+
+@dataclass(frozen=True, slots=True)
 class DreamStatus:
-    """An agent's dream state as every process sees it."""
+    """An agent's dream state as every process sees it. ``running`` only while a live holder has the lock
+    (a dead one is reaped first: its run then shows ``interrupted``)."""
 
     agent_id: str
     enabled: bool
@@ -114,6 +179,7 @@ class DreamStatus:
     last_dream_at: datetime | None
     abort_requested: bool
     run: DreamRun | None  # the latest run (its phase, current pass, progress, tokens, cost)
+    holder: DreamHolder | None = None  # the running dream's process and heartbeat
 
     def as_dict(self) -> dict[str, Any]:
         run = self.run
@@ -123,6 +189,7 @@ class DreamStatus:
             "running": self.running,
             "last_dream_at": None if self.last_dream_at is None else self.last_dream_at.isoformat(),
             "abort_requested": self.abort_requested,
+            "holder": None if self.holder is None else self.holder.as_dict(),
             "run": None
             if run is None
             else {
@@ -175,6 +242,7 @@ class DreamService(BackgroundService):
         self._vocabulary = vocabulary
         self._model = embedding_model
         self._jobs = list(jobs)
+        self._heart = holders.Heartbeat(self._beat, config.heartbeat_seconds)
 
     # -- controls ---------------------------------------------------------------------------------------
     def agent_enabled(self, agent_id: str) -> bool:
@@ -187,18 +255,26 @@ class DreamService(BackgroundService):
         self._store.meta.set(_ENABLED_KEY + validate.identifier(agent_id, name="agent_id"), "1" if enabled else "0")
 
     def abort(self, agent_id: str = "default") -> bool:
-        """Ask the agent's running dream to stop at its next checkpoint (from any process). The lock is then
-        rolled back, so the time gate reopens. False when no dream is running."""
+        """Ask the agent's running dream to stop at its next checkpoint (from any process); the lock is then
+        rolled back, so the time gate reopens. False when no live dream holds the lock (a dead holder's lock
+        is freed at once: see ``abort_dream``)."""
+        return self.abort_dream(agent_id).aborting
+
+    def abort_dream(self, agent_id: str = "default") -> DreamAbort:
+        """``abort``, saying what it did: a live holder is asked to stop at its next checkpoint; a dead one's
+        lock is freed now and its run recorded interrupted."""
         agent = validate.identifier(agent_id, name="agent_id")
-        state = self._store.dream.lock_state(agent)
-        if state.holder is None or state.expires_at is None or state.expires_at <= self._clock.now():
-            return False
-        return self._store.dream.request_abort(agent)
+        state, reason = self._reap(agent)
+        if reason is not None:
+            return DreamAbort(agent, "interrupted", reason=reason)
+        if state.holder is None or not self._store.dream.request_abort(agent):
+            return DreamAbort(agent, "none")
+        return DreamAbort(agent, "requested", run_id=state.holder)
 
     def status(self, agent_id: str = "default") -> DreamStatus:
         agent = validate.identifier(agent_id, name="agent_id")
-        state = self._store.dream.lock_state(agent)
-        running = state.holder is not None and state.expires_at is not None and state.expires_at > self._clock.now()
+        state, _ = self._reap(agent)
+        running = state.holder is not None
         runs = self._store.dream.runs(agent, limit=1)
         return DreamStatus(
             agent_id=agent,
@@ -207,6 +283,7 @@ class DreamService(BackgroundService):
             last_dream_at=state.last_dream_at,
             abort_requested=state.abort_requested and running,
             run=runs[0] if runs else None,
+            holder=DreamHolder.of(state),
         )
 
     def agents(self, *, configured: bool = True) -> list[str]:
@@ -219,9 +296,64 @@ class DreamService(BackgroundService):
         return sorted(found)
 
     def history(self, agent_id: str | None = None, *, limit: int = 20) -> list[DreamRun]:
-        """Recorded runs, newest first (the audit trail)."""
+        """Recorded runs, newest first (the audit trail); a run whose holder died shows ``interrupted``."""
         agent = None if agent_id is None else validate.identifier(agent_id, name="agent_id")
-        return self._store.dream.runs(agent, limit=validate.limit(limit))
+        limit = validate.limit(limit)
+        runs = self._store.dream.runs(agent, limit=limit)
+        reaped = [self._reap(a)[1] for a in sorted({r.agent_id for r in runs if r.phase == "running"})]
+        return self._store.dream.runs(agent, limit=limit) if any(r is not None for r in reaped) else runs
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the schedule's thread, then the heartbeat's (call it once no dream of this service runs)."""
+        super().stop(timeout)
+        self._heart.stop(timeout)
+
+    # -- the lock's holder ------------------------------------------------------------------------------
+    def _reap(self, agent: str) -> tuple[DreamLockState, str | None]:
+        """The agent's lock state, after freeing it from a dead holder (module docstring); with the reason
+        when this call freed it."""
+        state = self._store.dream.lock_state(agent)
+        if state.holder is None:
+            return state, None
+        now = self._clock.now()
+        reason = holders.dead_reason(state, self._store.dream.holder_gone(agent), now)
+        if reason is None:
+            return state, None
+        try:
+            freed = self._store.dream.break_lease(agent, state.holder, now=now, reason=f"interrupted: {reason}")
+        except StorageError as exc:  # a store opened read-only: the holder is still dead, only not reaped
+            log.warning("DreamService: could not free the dead dream lock of %s: %s", agent, exc)
+            return DreamLockState(agent, None, None, state.last_dream_at, abort_requested=False), None
+        if freed:
+            log.warning("DreamService: the dream of %s was interrupted (%s); its lock is freed", agent, reason)
+        return self._store.dream.lock_state(agent), reason if freed else None
+
+    def _acquire(self, agent: str, holder: str, now: datetime) -> bool:
+        """Take the agent's lock for ``holder`` (this process named in its lease) and start beating it."""
+        process = holders.this_process(self.config.heartbeat_seconds)
+        holders.running_here(holder, True)
+        try:
+            taken = self._store.dream.acquire(
+                agent, holder, now=now, lease_seconds=self.config.lease_seconds, process=process
+            )
+        except BaseException:
+            holders.running_here(holder, False)
+            raise
+        if taken is None:
+            holders.running_here(holder, False)
+            return False
+        self._heart.hold(agent, holder)
+        return True
+
+    def _let_go(self, agent: str, holder: str, *, completed_at: datetime | None) -> None:
+        self._heart.drop(agent, holder)
+        try:
+            self._store.dream.release(agent, holder, completed_at=completed_at)
+        finally:
+            holders.running_here(holder, False)
+
+    def _beat(self, agent: str, holder: str) -> None:
+        self._store.dream.heartbeat(agent, holder, now=self._clock.now())
 
     # -- running ----------------------------------------------------------------------------------------
     def run(self, agent_id: str = "default", *, trigger: str = "manual") -> DreamRunReport:
@@ -233,21 +365,22 @@ class DreamService(BackgroundService):
         closed = self._closed_gate(agent, trigger, now)
         if closed is not None:
             return DreamRunReport(agent, trigger, "skipped", now, reason=closed)
+        self._reap(agent)  # a dead holder's lease must not hold this run back
         holder = uuid.uuid4().hex
-        if self._store.dream.acquire(agent, holder, now=now, lease_seconds=self.config.lease_seconds) is None:
+        if not self._acquire(agent, holder, now):
             return DreamRunReport(agent, trigger, "skipped", now, reason="another dream of this agent holds the lock")
         if trigger != "manual":
             # Asked again under the lock: a dream elsewhere may have completed between the first check and
             # the acquire, and must not be run a second time.
             closed = self._closed_gate(agent, trigger, now)
             if closed is not None:
-                self._store.dream.release(agent, holder, completed_at=None)
+                self._let_go(agent, holder, completed_at=None)
                 return DreamRunReport(agent, trigger, "skipped", now, reason=closed)
         record = DreamRun(run_id=holder, agent_id=agent, trigger=trigger, started_at=now, phase="running")
-        self._store.dream.save_run(record)
         passes: dict[str, PassReport] = {}
         phase, error = "completed", None
         try:
+            self._store.dream.save_run(record)
             with agent_context(agent):  # the run's LLM calls are the agent's in the usage log
                 phase = self._passes(agent, trigger, record, passes)
         except BaseException as exc:
@@ -255,8 +388,10 @@ class DreamService(BackgroundService):
             raise
         finally:
             finished = self._clock.now()
-            self._store.dream.release(agent, holder, completed_at=finished if phase == "completed" else None)
-            self._save(record, passes, phase=phase, finished_at=finished, error=error, current_pass=None)
+            try:  # the record first: killed between the two, the lease left behind is reaped, the run stays whole
+                self._save(record, passes, phase=phase, finished_at=finished, error=error, current_pass=None)
+            finally:
+                self._let_go(agent, holder, completed_at=finished if phase == "completed" else None)
             self._store.dream.prune_runs(finished - timedelta(days=self.config.runs_retention_days))
         report = DreamRunReport(agent, trigger, phase, now, holder, finished_at=finished, passes=passes)
         log.info(
@@ -314,7 +449,10 @@ class DreamService(BackgroundService):
                 log.info("DreamService: dream of %s stopped in %s (%s)", agent, dream_pass.name, stop.reason)
                 return "cancelled" if stop.reason == "cancelled" else "aborted"
             except Exception as exc:  # one pass failing must not cost the others
-                log.exception("DreamService: pass %s failed for %s", dream_pass.name, agent)
+                if isinstance(exc, StorageError):  # a full disk, a database away: the store's trouble, one line
+                    log.warning("DreamService: pass %s failed for %s: %s", dream_pass.name, agent, exc)
+                else:
+                    log.exception("DreamService: pass %s failed for %s", dream_pass.name, agent)
                 ctx.report.status, ctx.report.reason = "failed", f"{type(exc).__name__}: {exc}"
                 out[dream_pass.name] = ctx.report
                 failed = True
@@ -414,17 +552,23 @@ class DreamService(BackgroundService):
     def _loop(self) -> None:
         schedule = self.config.schedule
         due = schedule.first(self._clock.now())
+        # After a failure (a full disk, a database that cannot be reached) the next try waits a doubling time
+        # on the service's clock, so the loop neither hammers the store nor logs a line every poll.
+        backoff, retry_at = Backoff(1.0, 60.0), self._clock.now()
         while not self._stop.is_set():
             now = self._clock.now()
             try:
-                if now >= due:
-                    self.tick("scheduled")
-                    due = schedule.next_after(self._clock.now())
-                if self.config.idle_trigger:
-                    self.idle_tick()
-                for job in self._jobs:
-                    job(self._clock.now())
-            except Exception:  # the scheduler outlives any one bad cycle
-                log.exception("DreamService: scheduled work failed")
+                if now >= retry_at:
+                    if now >= due:
+                        self.tick("scheduled")
+                        due = schedule.next_after(self._clock.now())
+                    if self.config.idle_trigger:
+                        self.idle_tick()
+                    for job in self._jobs:
+                        job(self._clock.now())
+                    backoff.reset()
+            except Exception as exc:  # the scheduler outlives any one bad cycle
+                delay = report_failure("DreamService: scheduled work", exc, backoff, log)
+                retry_at = self._clock.now() + timedelta(seconds=delay)
             wait = (due - self._clock.now()).total_seconds()
             self._stop.wait(max(0.05, min(wait, self.config.busy_poll_seconds)))

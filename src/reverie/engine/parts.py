@@ -16,18 +16,16 @@ from reverie.recall.index import VectorIndex
 from reverie.recall.store_backend import StoreVectorSearch
 from reverie.settings import Settings, config_from
 from reverie.storage import open_store, store_url
-from reverie.storage.base import NearestVectors, Store, StoreOptions
+from reverie.storage.base import NearestVectors, OpenMode, Store, StoreOptions
 
 ACTIVE_MODEL_KEY = "embedding_model"
 DEFAULT_MIN_SIMILARITY = 0.5  # seed 000's MinSimilarityThreshold, for models we have not calibrated
 
 
-def store(settings: Settings, clock: Clock) -> Store:
+def store(settings: Settings, clock: Clock, mode: OpenMode = "rw") -> Store:
     s = settings.store
     return open_store(
-        s.url or store_url(settings.home),
-        now=clock.now(),
-        options=config_from(StoreOptions, s),
+        s.url or store_url(settings.home), now=clock.now(), options=config_from(StoreOptions, s), mode=mode
     )
 
 
@@ -78,7 +76,7 @@ def check_model(store: Store, embedder: Embedder, *, adopt: bool) -> None:
             f"the store's vectors were made by {active!r} but the configured embedder is {embedder.model_id!r}; "
             "run `reverie reindex` to re-embed everything with the new model, or configure the old one"
         )
-    if active != embedder.model_id:
+    if active != embedder.model_id and not store.read_only:  # a read-only store keeps its record as it is
         store.meta.set(ACTIVE_MODEL_KEY, embedder.model_id)
 
 

@@ -1,5 +1,9 @@
 """The composition root: builds the store and every service from Settings. The only module (with the
-interfaces) that reads Settings or the environment."""
+interfaces) that reads Settings or the environment.
+
+On a read-only store (``mode="ro"``, or ``"read"`` on a file this process cannot write) the engine starts
+no writer: no embedding, expansion, graph-extraction or memorize worker, no record of reads, no import of
+legacy logs, no adoption of the embedding model; a write through a service raises ``StorageError``."""
 
 from __future__ import annotations
 
@@ -47,7 +51,7 @@ from reverie.settings import Settings, home_from_env, load_settings
 from reverie.skills import FeedbackStore, SkillStore
 from reverie.skills.activity_logs import ExecutionLog, ToolCallLog
 from reverie.storage import is_database_file, is_url, store_url
-from reverie.storage.base import FactFilter, Store
+from reverie.storage.base import FactFilter, OpenMode, Store
 from reverie.types import HealthReport, MemoryEntry, PurgeReport, StoreStats, UsageRow, UsageSummary
 from reverie.usage import report as usage_report
 from reverie.working.service import ToolResultStash, WorkingMemory
@@ -95,13 +99,17 @@ class Reverie:
         store: the storage backend (services are the usual way in; the agent tools never read it).
     """
 
-    def __init__(self, settings: Settings, *, clock: Clock | None = None, reindex: bool = False) -> None:
+    def __init__(
+        self, settings: Settings, *, clock: Clock | None = None, reindex: bool = False, mode: OpenMode = "rw"
+    ) -> None:
         self.settings = settings
         aging = service_configs.aging_config(settings)  # a bad [decay] section fails before anything is opened
         extraction = parts.extraction_mode(settings)  # so does "llm" extraction without an LLM
         self._vocabulary: tuple[tuple[tuple[int, int] | None, ...], Vocabulary] | None = None
         self.clock: Clock = clock or SystemClock()
-        self.store: Store = parts.store(settings, self.clock)
+        self.store: Store = parts.store(settings, self.clock, mode)
+        writable = not self.store.read_only
+        extraction = extraction if writable else None  # extraction writes the graph: off on a read-only store
         try:
             self.embedder = parts.embedder(settings)
             if self.embedder is not None:
@@ -137,7 +145,7 @@ class Reverie:
             recall=self.recall,
         )
         self.embedding: EmbeddingWorker | None = None
-        if self.embedder is not None:
+        if self.embedder is not None and writable:
             self.embedding = EmbeddingWorker(
                 self.store,
                 self.embedder,
@@ -148,7 +156,7 @@ class Reverie:
             if settings.embedding.background:
                 self.embedding.start()
         self.expansion: ExpansionQueue | None = None
-        expands = self.llm is not None and settings.memory.expansion_enabled
+        expands = self.llm is not None and settings.memory.expansion_enabled and writable
         self.activity = ActivityTracker(self.store.dream, self.clock)
         self.lint = MemoryLint(
             self.store,
@@ -165,11 +173,11 @@ class Reverie:
             recall=self.recall,
             on_saved=self._saved,
             dedup=self.dedup,
-            on_read=self.aging.note_reads,
+            on_read=self.aging.note_reads if writable else None,
             expand=expandable if expands else None,
             extract=extractable if extraction is not None else None,
             confidence=self.lint.confidences,
-            on_activity=self.activity.note,
+            on_activity=self.activity.note if writable else None,  # reads note activity: a write
         )
         self.explorer = MemoryExplorer(self.store, self.clock, self.recall)
         self.consolidation = SemanticConsolidation(
@@ -217,7 +225,8 @@ class Reverie:
         self.register_log(self.executions.log)
         self.tool_calls = ToolCallLog(StoredLog(self.store.logs, "tool-calls"), self.clock)
         self.register_log(self.tool_calls.log)
-        import_legacy(settings.home / "logs", self.store, now=self.clock.now())  # older versions' JSONL files, once
+        if writable:
+            import_legacy(settings.home / "logs", self.store, now=self.clock.now())  # older versions' JSONL, once
         self.proactive = ProactiveMemory(
             self.store,
             self.clock,
@@ -228,10 +237,10 @@ class Reverie:
             llm=self.llm,
             prompt=self.auto_memorize_prompt,
             graph=extraction is not None,
-            on_read=self.aging.note_reads,
+            on_read=self.aging.note_reads if writable else None,
         )
         p = settings.proactive
-        if p.enabled and p.memorize_on_turn and p.memorize_background:
+        if p.enabled and p.memorize_on_turn and p.memorize_background and writable:
             self.proactive.start()
         self.conversation = ConversationMemory(
             self.store,
@@ -388,8 +397,9 @@ class Reverie:
     def stats(self) -> StoreStats:
         return self.store.stats()
 
-    def check(self, *, repair: bool = False) -> HealthReport:
-        return self.store.check(repair=repair)
+    def check(self, *, repair: bool = False, quick: bool = False) -> HealthReport:
+        """The store's health (``Store.check``); ``quick``: only its fast integrity check."""
+        return self.store.check(repair=repair, quick=quick)
 
     def backup(self, destination: str | Path) -> Path:
         path = Path(destination).expanduser().resolve()
@@ -462,7 +472,8 @@ class Reverie:
         if self._vector_backend is not None:
             self._vector_backend.close()
         try:
-            self.aging.flush_reads()  # reads noted since the last flush keep their entries warm
+            if not self.store.read_only:
+                self.aging.flush_reads()  # reads noted since the last flush keep their entries warm
         except ReverieError as exc:  # a store that cannot be written now must still close
             log.warning("could not record recent reads: %s", exc)
         self.store.close()
@@ -477,7 +488,12 @@ class Reverie:
 
 
 def open(  # noqa: A001
-    target: str | Path | None = None, *, clock: Clock | None = None, reindex: bool = False, **overrides: Any
+    target: str | Path | None = None,
+    *,
+    clock: Clock | None = None,
+    reindex: bool = False,
+    mode: OpenMode = "rw",
+    **overrides: Any,
 ) -> Reverie:
     """Open a Reverie store.
 
@@ -488,11 +504,16 @@ def open(  # noqa: A001
         clock: where time comes from (a ``FakeClock`` in tests); the system clock by default.
         reindex: adopt the configured embedding model even though the store holds vectors of another one
             (``reverie reindex`` then re-embeds); without it such a mismatch is a ``ModelMismatch``.
+        mode: "rw" (the default: read and write; a missing store is created), "read" (the store must exist,
+            and is opened read-only when this process cannot write its file) or "ro" (read-only; it must
+            exist). Read-only: nothing is written, no worker starts, and a write raises ``StorageError``.
         **overrides: settings sections as dicts, e.g. ``memory={"max_content_chars": 5000}``.
 
     Raises:
         ConfigError: unreadable or invalid settings, or an unknown URL scheme.
-        StorageError: the store cannot be opened.
+        StorageError: the store cannot be opened: it is missing (modes "read" and "ro"), an existing file that
+            is not a store (empty, not SQLite, another program's database; never overwritten), read-only in
+            mode "rw", or read-only with migrations pending.
     """
     overrides = dict(overrides)
     if target is None or not (is_url(target) or is_database_file(Path(target).expanduser())):
@@ -501,8 +522,9 @@ def open(  # noqa: A001
         # A URL keeps the default home; a database file's directory is its home (settings beside it).
         home = home_from_env(None) if is_url(target) else Path(target).expanduser().resolve().parent
         overrides["store"] = {**(overrides.get("store") or {}), "url": store_url(target)}
-    home.mkdir(parents=True, exist_ok=True)
-    return Reverie(load_settings(home, overrides), clock=clock, reindex=reindex)
+    if mode == "rw":
+        home.mkdir(parents=True, exist_ok=True)  # a reader creates nothing: a mistyped home is "no store"
+    return Reverie(load_settings(home, overrides), clock=clock, reindex=reindex, mode=mode)
 
 
 def _file_key(path: Path) -> tuple[int, int] | None:

@@ -3,7 +3,8 @@ Each returns the clean value or raises ``ValidationError`` naming the field, so 
 
 Limits: a name is at most ``MAX_NAME_CHARS`` characters, a type ``MAX_TYPE_CHARS``, a relation name
 ``MAX_RELATION_CHARS``; names hold no control characters but whitespace (which collapses); properties are a
-JSON object checked as memory metadata is; a call carries at most ``MAX_SOURCES`` source ids.
+JSON object checked as memory metadata is (nested at most ``validate.MAX_JSON_DEPTH`` levels); a call carries at
+most ``MAX_SOURCES`` source ids.
 """
 
 from __future__ import annotations
@@ -97,13 +98,9 @@ def search_text(value: object) -> str:
 
 
 def properties(value: object) -> dict[str, Any]:
-    """A JSON object, checked as memory metadata is (string keys, JSON values, no NUL, a size cap)."""
-    try:
-        return validate.metadata(value)
-    except ValidationError as exc:
-        raise ValidationError(str(exc).replace("metadata", "properties"), field="properties") from None
-    except RecursionError:
-        raise ValidationError("properties are nested too deeply", field="properties") from None
+    """A JSON object, checked as memory metadata is (``validate.json_object``: string keys, JSON values, no
+    NUL, nested at most ``validate.MAX_JSON_DEPTH`` levels, the metadata size cap)."""
+    return validate.json_object(value, field="properties", max_bytes=validate.MAX_METADATA_BYTES)
 
 
 def sources(value: object) -> tuple[str, ...]:

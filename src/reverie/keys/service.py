@@ -10,6 +10,12 @@ Invariants:
 - An admin key carries the ``admin`` scope and no agent; every other key is bound to exactly one agent.
   ``admin`` implies every scope for every agent (``allows``).
 - Keys are never deleted, only revoked; a revoked key is refused from the moment it is revoked.
+- A key names only the users it is bound to (``ApiKey.users``; ``allows_user``): a new agent key none unless
+  given, ``*`` any user, an admin key every user. A key from before the binding (``users`` None) names any user,
+  as every key could then. User memory is shared by the user's agents, so naming a user is the deployment's
+  grant, never the caller's word.
+- An agent key changes (archives) only the user memories its own agent wrote (``may_change``); an admin key
+  any. Library calls are in-process and trusted: nothing here is asked on their way.
 - ``last_used_at`` is best-effort and written at most once a minute per key, so authenticating is not a
   write per request; a store that refuses that write does not refuse the caller.
 """
@@ -28,9 +34,11 @@ from typing import Any
 
 from reverie.clock import Clock
 from reverie.core import validate
+from reverie.core.proactive import writer_of
 from reverie.errors import NotFound, StorageError, ValidationError
 from reverie.storage.base import Store
-from reverie.types import ApiKey
+from reverie.types import ApiKey, MemoryEntry, is_user_agent
+from reverie.types.keys import ANY_USER
 from reverie.views.plain import iso_z, iso_z_or_none
 
 log = logging.getLogger("reverie.keys.service")
@@ -41,6 +49,7 @@ MEMORY_WRITE = "memory_write"
 ADMIN = "admin"
 SCOPES = (MEMORY_READ, MEMORY_WRITE, ADMIN)
 AGENT_SCOPES = (MEMORY_READ, MEMORY_WRITE)  # what a key bound to one agent may carry (and gets by default)
+MAX_USERS = 1000  # user ids one key may be bound to; more is a deployment for ``*`` or an admin key
 SECRET_PREFIX = "rv_"
 TOUCH_INTERVAL = timedelta(minutes=1)
 _TOKEN_BYTES = 32
@@ -61,6 +70,7 @@ def public_view(key: ApiKey) -> dict[str, Any]:
         "agent_id": key.agent_id,
         "scopes": list(key.scopes),
         "admin": ADMIN in key.scopes,
+        "users": None if key.users is None else list(key.users),
         "created_at": iso_z(key.created_at),
         "revoked_at": iso_z_or_none(key.revoked_at),
         "last_used_at": iso_z_or_none(key.last_used_at),
@@ -84,6 +94,41 @@ def _scopes(value: object, *, admin: bool) -> tuple[str, ...]:
     return chosen
 
 
+def _users(value: object, *, admin: bool) -> tuple[str, ...]:
+    """The users a key may name, checked: ``("*",)`` for any user (an admin key's, always), else each id once,
+    in the order given (``()``: none)."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValidationError("users must be a list of user ids, or ['*'] for any user", field="users")
+    if admin:
+        if any(u != ANY_USER for u in value):
+            raise ValidationError("an admin key reaches every user: give it no users", field="users")
+        return (ANY_USER,)
+    if ANY_USER in value:
+        if any(u != ANY_USER for u in value):
+            raise ValidationError("'*' (any user) stands alone: give either '*' or user ids", field="users")
+        return (ANY_USER,)
+    if len(value) > MAX_USERS:
+        raise ValidationError(f"a key may be bound to at most {MAX_USERS} users; use '*' for any", field="users")
+    chosen: list[str] = []
+    for user in value:
+        clean = validate.identifier(user, name="users")
+        if clean not in chosen:
+            chosen.append(clean)
+    return tuple(chosen)
+
+
+def binding(key: ApiKey) -> str:
+    """A key's binding in words: ``every user`` (admin), ``any user``, ``any user (from before user
+    binding)``, ``no user`` or ``users u1,u2``."""
+    if ADMIN in key.scopes:
+        return "every user"
+    if key.users is None:
+        return "any user (from before user binding)"
+    if key.users == (ANY_USER,):
+        return "any user"
+    return f"users {','.join(key.users)}" if key.users else "no user"
+
+
 class ApiKeys:
     """Create, authenticate, list and revoke API keys (``rv.keys``)."""
 
@@ -91,15 +136,20 @@ class ApiKeys:
         self._store = store
         self._clock = clock
 
-    def create(self, name: str, *, agent_id: str | None, scopes: Sequence[str]) -> tuple[ApiKey, str]:
+    def create(
+        self, name: str, *, agent_id: str | None, scopes: Sequence[str], users: Sequence[str] = ()
+    ) -> tuple[ApiKey, str]:
         """A new key and its secret. The secret is returned only here: store it now, it cannot be read back.
 
         ``agent_id`` None makes an admin key, which must carry ``admin``; a key with an agent must not.
+        ``users``: the users requests with the key may name (``user_id``): user ids, ``["*"]`` for any user, or
+        none (the default: the key works in its agent's own scopes only). An admin key reaches every user.
         Raises ``ValidationError`` naming the bad argument; nothing is written then.
         """
         clean_name = validate.identifier(name, name="name")
         agent = None if agent_id is None else validate.agent_id(agent_id)  # a reserved id (@user/<id>) is no agent
         chosen = _scopes(scopes, admin=agent is None)
+        bound = _users(users, admin=agent is None)
         key_id = secrets.token_hex(6)
         secret = f"{SECRET_PREFIX}{key_id}_{secrets.token_urlsafe(_TOKEN_BYTES)}"
         key = ApiKey(
@@ -109,6 +159,7 @@ class ApiKeys:
             scopes=chosen,
             key_hash=hash_secret(secret),
             created_at=self._clock.now(),
+            users=bound,
         )
         self._store.keys.add(key)
         return key, secret
@@ -157,6 +208,16 @@ class ApiKeys:
             self._store.keys.revoke(key.key_id, self._clock.now())
         return self.get(key_id)
 
+    def bind(self, key_id: str, users: Sequence[str]) -> ApiKey:
+        """Bind a key to ``users`` in place of what it had (as ``create`` takes them; a key from before the
+        binding gets its first one). Takes effect on the key's next request. Raises ``NotFound``, and
+        ``ValidationError`` for bad users or an admin key (which reaches every user)."""
+        key = self.get(key_id)
+        if ADMIN in key.scopes:
+            raise ValidationError("an admin key reaches every user: it is not bound", field="users")
+        self._store.keys.set_users(key.key_id, _users(users, admin=False))
+        return self.get(key_id)
+
     def has_keys(self) -> bool:
         """Whether any key is live (not revoked): an interface that finds none may run open, on loopback."""
         return any(k.revoked_at is None for k in self._store.keys.list())
@@ -173,3 +234,22 @@ class ApiKeys:
         if ADMIN in key.scopes:
             return True
         return key.agent_id == agent and scope in key.scopes
+
+    def allows_user(self, key: ApiKey, user_id: str) -> bool:
+        """Whether a request with ``key`` may name user ``user_id``: an admin key any user; any other key a
+        user it is bound to, or any with ``*`` (or from before the binding). A revoked key none."""
+        if key.revoked_at is not None:
+            return False
+        if ADMIN in key.scopes or key.users is None or ANY_USER in key.users:
+            return True
+        return user_id in key.users
+
+    def may_change(self, key: ApiKey, entry: MemoryEntry) -> bool:
+        """Whether ``key`` may archive or change ``entry``, once it may write its scope: a user memory
+        (``@user/<id>``, shared by the user's agents) only when the key's agent wrote it (an admin key, any);
+        an entry from before writers were recorded only with an admin key. Any other entry: yes."""
+        if key.revoked_at is not None:
+            return False
+        if ADMIN in key.scopes or not is_user_agent(entry.scope.agent_id):
+            return True
+        return key.agent_id is not None and writer_of(entry.metadata) == key.agent_id

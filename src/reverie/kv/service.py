@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,7 +36,7 @@ from reverie.types import KvItem
 
 log = logging.getLogger("reverie.kv")
 MAX_KEY_CHARS = 256
-MAX_DEPTH = 64  # nesting levels of a value; deeper ones would exhaust the JSON codecs' recursion
+MAX_DEPTH = validate.MAX_JSON_DEPTH  # nesting levels of a value: the one limit of caller JSON
 MAX_LIST_LIMIT = 1000
 PURGE_EVERY = timedelta(hours=1)
 _UPDATE_ATTEMPTS = 5  # an update without expected_version retries a lost compare-and-set this often
@@ -77,54 +75,15 @@ def key(value: object, *, name: str = "key", allow_empty: bool = False) -> str:
 
 
 def value(raw: object, *, max_bytes: int) -> Any:
-    """A JSON value of at most ``max_bytes`` serialised, as it reads back from JSON."""
-    _check_shape(raw, 0)
-    try:
-        encoded = json.dumps(raw, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        size = len(encoded.encode("utf-8"))
-    except (TypeError, ValueError, UnicodeEncodeError) as exc:  # _check_shape should have caught it: say so
-        raise ValidationError(f"value is not a JSON value: {exc}", field="value") from None
+    """A JSON value (``validate.json_shape``: the one check of caller JSON) of at most ``max_bytes``
+    serialised, as it reads back from JSON."""
+    encoded = validate.json_text(raw, field="value")
+    size = len(encoded.encode("utf-8"))
     if size > max_bytes:
         raise ValidationError(
             f"value is {size:,} bytes as JSON; the maximum is {max_bytes:,} (kv.max_value_bytes)", field="value"
         )
     return json.loads(encoded)
-
-
-def _check_shape(raw: object, depth: int) -> None:
-    """Refuse what JSON (or jsonb) cannot hold, naming it, before anything is serialised."""
-    if depth > MAX_DEPTH:
-        raise ValidationError(f"value is nested deeper than {MAX_DEPTH} levels", field="value")
-    if raw is None or isinstance(raw, bool | int):
-        return
-    if isinstance(raw, float):
-        if not math.isfinite(raw):
-            raise ValidationError("value contains NaN or an infinity, which JSON cannot hold", field="value")
-        return
-    if isinstance(raw, str):
-        _text(raw)
-        return
-    if isinstance(raw, list | tuple):
-        for item in raw:
-            _check_shape(item, depth + 1)
-        return
-    if isinstance(raw, Mapping):
-        for name, item in raw.items():
-            if not isinstance(name, str):
-                raise ValidationError(f"value has a non-string object key {name!r}", field="value")
-            _text(name)
-            _check_shape(item, depth + 1)
-        return
-    raise ValidationError(f"value of type {type(raw).__name__} is not a JSON value", field="value")
-
-
-def _text(text: str) -> None:
-    if "\x00" in text:
-        raise ValidationError("value contains a NUL character", field="value")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError("value is not valid Unicode text (lone surrogate)", field="value") from None
 
 
 def _expected(raw: object) -> int | None:

@@ -9,7 +9,9 @@ Invariants:
   file's writer lock: a ``threading.Lock`` for the threads of this process, then a ``filelock.FileLock``
   for other processes. So a trim can never lose a concurrent append.
 - An append is fsync'd before it returns. If the file's last line was torn by a crash, the append first
-  ends that line, so the torn fragment never swallows a good record.
+  ends that line, so the torn fragment never swallows a good record. An append that fails (a full disk)
+  cuts the file back to where it was, so it leaves no fragment, and raises ``StorageFull`` when the file could
+  not grow (no space, a quota, a size limit), ``StorageError`` for another I/O failure.
 - Readers take no lock and never fail on bad lines: anything that is not a JSON object (a torn last line,
   garbage) is skipped, and a missing file reads as empty.
 - Lock files are bounded: a single file locks ``<path>.lock``; a session directory shares a fixed set of
@@ -32,7 +34,7 @@ from typing import Any, ClassVar
 
 import filelock
 
-from reverie.errors import StorageError, StoreBusy, ValidationError
+from reverie.errors import StorageError, StorageFull, StoreBusy, ValidationError
 from reverie.logs.retention import (
     RetentionPolicy,
     RetentionReport,
@@ -95,7 +97,7 @@ class _WriterLock:
             except filelock.Timeout as exc:
                 raise StoreBusy(f"another process held the writer lock {self._lock_path} too long") from exc
             except OSError as exc:
-                raise StorageError(f"cannot take the writer lock {self._lock_path}: {exc}") from exc
+                raise _io_error(exc, self._lock_path, "cannot take the writer lock") from exc
             try:
                 yield
             finally:
@@ -124,9 +126,15 @@ def _append_line(path: Path, line: bytes) -> None:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line  # end a line torn by a crash, so this record starts on its own line
         view = memoryview(line)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError:
+            # A full disk may have taken part of the line: cut it off, so the failed append leaves nothing.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
     if size == 0:
@@ -172,6 +180,11 @@ def _unlink(path: Path) -> None:
         raise StorageError(f"cannot clear log {path}: {exc}") from exc
 
 
+def _io_error(exc: OSError, path: Path, doing: str) -> StorageError:
+    """``StorageFull`` when the file could not grow, else ``StorageError`` saying what failed."""
+    return StorageFull.of(exc, path) or StorageError(f"{doing} {path}: {exc}")
+
+
 def _failure(path: Path, exc: BaseException) -> str:
     return f"{path}: {type(exc).__name__}: {exc}"
 
@@ -206,7 +219,7 @@ class JsonlFile:
             with self._lock.held():
                 _append_line(self._path, line)
         except OSError as exc:
-            raise StorageError(f"cannot append to log {self._path}: {exc}") from exc
+            raise _io_error(exc, self._path, "cannot append to log") from exc
 
     def read(self) -> Iterator[dict[str, Any]]:
         """The records, oldest first. Lines that are not JSON objects are skipped; a missing file is empty."""
@@ -282,7 +295,7 @@ class SessionJsonlLog:
             with self._lock_for(path.name).held():
                 _append_line(path, line)
         except OSError as exc:
-            raise StorageError(f"cannot append to log {path}: {exc}") from exc
+            raise _io_error(exc, path, "cannot append to log") from exc
 
     def read(self, session_id: str) -> Iterator[dict[str, Any]]:
         """One session's records, oldest first; an unknown session is empty."""
@@ -324,7 +337,7 @@ class SessionJsonlLog:
                 with self._lock_for(file_name).held():
                     removed += drop_lines(path, picked)
             except OSError as exc:
-                raise StorageError(f"cannot remove records from log {path}: {exc}") from exc
+                raise _io_error(exc, path, "cannot remove records from log") from exc
         return removed
 
     def _file_names(self) -> list[str]:

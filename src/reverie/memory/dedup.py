@@ -42,6 +42,7 @@ from reverie.core.provenance import least_trusted, most_trusted
 from reverie.core.stance import StanceDifference, stance_difference, topic_overlap
 from reverie.core.subject_time import merge_subject_time
 from reverie.embed.base import Vectors
+from reverie.errors import StorageError
 from reverie.memory.contradiction import SUPERSEDE, ContradictionMode, supersede
 from reverie.recall.hybrid import HybridSearch
 from reverie.storage.base import FactFilter, Store
@@ -214,6 +215,8 @@ class Deduplicator:
                 try:
                     with self._store.transaction():  # a savepoint: one entry's failure undoes only its writes
                         folded += self._fold_one(fact_id, vector)
+                except StorageError:
+                    raise  # the store itself failed (a full disk): no other entry can be written either
                 except Exception:  # one entry's trouble must not stop the worker; the dream is the backstop
                     log.exception("semantic deduplication of %s failed; the entry is kept as saved", fact_id)
         return folded

@@ -8,7 +8,8 @@ and its bookkeeping in ``metadata["proactive"]`` (``core.proactive.State``). Sco
 - ``user`` (user_memory): about the user, shared by every agent serving that user, never decays. Stored
   under the user's reserved agent ``@user/<user id>`` (``types.user_agent``) with the user's id, which only this service
   writes or reads (every public entry point refuses an agent id starting with ``@``). Without a user id such
-  a memory is the agent's.
+  a memory is the agent's. Each records the agent that wrote it (``metadata.writtenBy``, kept when another
+  agent's save restates it, which adds that agent to ``metadata.reinforcedBy``: ``core.proactive``).
 - ``agent`` (agent_memory): ``Scope(agent, user)`` (the user's with this agent, or agent-wide without one).
 - ``session`` (session_memory): ``Scope(agent, user, session)``, expiring ``session_ttl_hours`` after it is
   saved (restating it renews it). Without a session id it is the agent's.
@@ -47,6 +48,7 @@ from reverie.core.proactive import (
     SESSION,
     TAG,
     USER,
+    WRITTEN_BY,
     Proposed,
     State,
     current_confidence,
@@ -54,6 +56,7 @@ from reverie.core.proactive import (
     proposals,
     reciprocal_rank_fusion,
     state_of,
+    with_reinforcer,
 )
 from reverie.core.proactive_rules import extract as extract_by_rules
 from reverie.errors import LLMError, NotFound, ReverieError, ValidationError
@@ -295,6 +298,9 @@ class ProactiveMemory:
         if proposed.category not in self.config.categories:
             raise ValidationError(f"category {proposed.category!r} is not a proactive category", field="category")
         state = State(kind, proposed.confidence, 0, now)
+        metadata: dict[str, Any] = {META: state.as_metadata()}
+        if kind == USER:  # shared by the user's agents: record whose save wrote it (dedup keeps the first writer)
+            metadata[WRITTEN_BY] = scope.agent_id
         with self._store.transaction():
             result = self._memory.save_internal(
                 proposed.content,
@@ -302,9 +308,9 @@ class ProactiveMemory:
                 category=proposed.category,
                 tags=[TAG],
                 source="inferred",
-                metadata={META: state.as_metadata()},
+                metadata=metadata,
             )
-            entry = self._settle(result, kind, proposed.confidence, now)
+            entry = self._settle(result, kind, proposed.confidence, now, scope.agent_id)
             copied = False
             if copied_to_kv(entry.scope) and is_proactive(entry) and result.outcome != "reinforced":
                 copied = self._copy(entry)
@@ -322,9 +328,10 @@ class ProactiveMemory:
             entry,
         )
 
-    def _settle(self, result: SaveResult, kind: str, confidence: float, now: datetime) -> MemoryEntry:
+    def _settle(self, result: SaveResult, kind: str, confidence: float, now: datetime, agent_id: str) -> MemoryEntry:
         """The saved entry's confidence and expiry. A new entry takes its base confidence (and, in a session,
-        its TTL); a proactive entry restated takes the higher base and renews its TTL; an entry the agent
+        its TTL); a proactive entry restated takes the higher base and renews its TTL (a user memory restated
+        by another agent than its writer also lists ``agent_id`` in ``reinforcedBy``); an entry the agent
         saved itself that the memory restated is left as it is."""
         entry = result.entry
         if result.outcome == "created":
@@ -335,11 +342,14 @@ class ProactiveMemory:
                 return entry
             state = replace(old, base=max(old.base, confidence), accessed_at=now)
         expires = now + timedelta(hours=self.config.session_ttl_hours) if state.kind == SESSION else entry.expires_at
+        metadata = {**entry.metadata, META: state.as_metadata()}
+        if state.kind == USER and result.outcome != "created":
+            metadata = with_reinforcer(metadata, agent_id)
         settled = replace(
             entry,
             confidence=current_confidence(state, now, self.config.upkeep.confidence_decay_rate),
             expires_at=expires,
-            metadata={**entry.metadata, META: state.as_metadata()},
+            metadata=metadata,
         )
         if settled != entry:
             self._store.facts.write(settled, change=Change.HOUSEKEEPING, at=now)
@@ -514,9 +524,10 @@ class ProactiveMemory:
             found = [e for e in found if e.category == wanted or e.category.startswith(wanted + "/")]
         return sorted(found, key=lambda e: (e.created_at, e.id), reverse=True)[:count]
 
-    def forget(self, entry_id: str, *, scope: Scope | None = None) -> MemoryEntry:
-        """Archive a proactive memory ``scope`` sees (the agent's, or the user's user-level memory when
-        ``scope`` names the user) and mark its key-value copy deleted. Raises ``NotFound`` for any other id."""
+    def find(self, entry_id: str, *, scope: Scope | None = None) -> MemoryEntry:
+        """The proactive memory ``forget`` would archive: one ``scope`` sees (the agent's, or the user's
+        user-level memory when ``scope`` names the user), archived or not. Raises ``NotFound`` for any other
+        id. (The HTTP API reads it first: an agent key may archive only the user memories its agent wrote.)"""
         clean = validate.scope(scope)
         clean_id = validate.identifier(entry_id, name="id")
         entry = self._store.facts.get(clean_id, clean)
@@ -524,6 +535,12 @@ class ProactiveMemory:
             entry = self._store.facts.get(clean_id, Scope(agent_id=user_agent(clean.user_id), user_id=clean.user_id))
         if entry is None or not is_proactive(entry):
             raise NotFound(f"no proactive memory with id {entry_id!r} in this scope")
+        return entry
+
+    def forget(self, entry_id: str, *, scope: Scope | None = None) -> MemoryEntry:
+        """Archive a proactive memory ``scope`` sees (the agent's, or the user's user-level memory when
+        ``scope`` names the user) and mark its key-value copy deleted. Raises ``NotFound`` for any other id."""
+        entry = self.find(entry_id, scope=scope)
         if entry.archived:
             return entry
         with self._store.transaction():

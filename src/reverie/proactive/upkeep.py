@@ -7,7 +7,8 @@ Invariants:
 - Writes that change no text (decay, the survivor's bookkeeping) are ``Change.HOUSEKEEPING`` /
   ``Change.REINFORCED``: no version row. Each sweep, cap and consolidation is one transaction.
 - Only proactive entries (tag ``proactive``) are ever touched, and a consolidation only merges entries of
-  one exact scope (agent, user, session): it never widens or narrows who sees a fact.
+  one exact scope (agent, user, session): it never widens or narrows who sees a fact. In user-level memory it
+  merges only entries of one writer (``metadata.writtenBy``): never one agent's entry into another's.
 - The decay sweep of an agent runs at most once per ``decay_sweep_minutes`` (the time of the last one is kept in
   the store's meta table, so every process shares it); user-level memory (``@user/<id>``) never decays.
 
@@ -41,6 +42,7 @@ from reverie.core.proactive import (
     merged_state,
     over_cap,
     state_of,
+    writer_of,
 )
 from reverie.embed.base import Embedder
 from reverie.errors import EmbeddingError
@@ -284,7 +286,11 @@ class ProactiveUpkeep:
             limit = None if full else self.config.consolidate_window
             window = _newest(self.user_entries(user_id, now, limit), None)
             examined += len(window)
-            merges += self._merge(window, self._embedded(window), now)
+            vectors = self._embedded(window)
+            # One writer's entries at a time: a merge keeps the newest, so merging across writers would let one
+            # agent's restatement archive what another agent wrote (docs/operations.md, user memory).
+            for writer in sorted({writer_of(e.metadata) or "" for e in window}):
+                merges += self._merge([e for e in window if (writer_of(e.metadata) or "") == writer], vectors, now)
         report = ConsolidationReport(agent_id, user_id, full, examined, tuple(merges))
         if merges:
             log.info(

@@ -16,8 +16,7 @@ from collections.abc import Callable
 
 from reverie.clock import Clock
 from reverie.embed.base import Embedder, Vectors
-from reverie.errors import ReverieError
-from reverie.runtime.background import BackgroundService
+from reverie.runtime.background import BackgroundService, Backoff, report_failure
 from reverie.storage.base import Store
 
 log = logging.getLogger("reverie.embedding")
@@ -79,17 +78,15 @@ class EmbeddingWorker(BackgroundService):
 
     # -- background -------------------------------------------------------------------------------
     def _loop(self) -> None:
-        backoff = 1.0
+        backoff = Backoff(1.0, 60.0)
         while not self._stop.is_set():
             try:
                 self.embed_pending()
                 self.last_error = None
-                backoff = 1.0
+                backoff.reset()
                 self._wake.wait(self._poll)
-            except ReverieError as exc:  # EmbeddingError included
-                # Trigger: the embedder (or the store) failed. Outcome: entries stay pending; retry later.
+            except Exception as exc:  # EmbeddingError, StorageFull, StoreUnavailable; a fault too: never die
+                # Trigger: the embedder or the store failed. Outcome: entries stay pending; retry later.
                 self.last_error = str(exc)
-                log.warning("embedding failed, retrying in %.0f s: %s", backoff, exc)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 60.0)
+                self._stop.wait(report_failure("embedding", exc, backoff, log))
             self._wake.clear()

@@ -3,6 +3,9 @@
 Invariants: at most one thread per service; ``stop`` asks the loop to end between runs (never in the middle
 of a write) and waits; a thread still running at interpreter exit is stopped first (``atexit``), because a
 daemon thread inside a native library (onnxruntime) when the interpreter tears down aborts the process.
+A loop outlives every failure of a run: Reverie's own errors (a full disk, a database that cannot be reached,
+a failing LLM) are one warning line each, anything else is logged with its traceback; either way the loop
+waits (a doubling, capped ``Backoff``) and tries again, and the work stays queued in the store meanwhile.
 """
 
 from __future__ import annotations
@@ -32,6 +35,24 @@ class QueueTiming(Protocol):
 
     @property
     def max_retry_seconds(self) -> float: ...
+
+
+class Backoff:
+    """The wait before the next try after a failure: ``first`` seconds, doubling up to ``cap``; ``reset`` after
+    a success."""
+
+    def __init__(self, first: float = 1.0, cap: float = 60.0) -> None:
+        self.first, self.cap = first, cap
+        self.delay = first
+
+    def failed(self) -> float:
+        """The wait before the next try (and double the one after it)."""
+        delay = self.delay
+        self.delay = min(delay * 2, self.cap)
+        return delay
+
+    def reset(self) -> None:
+        self.delay = self.first
 
 
 class BackgroundService:
@@ -79,7 +100,7 @@ class BackgroundService:
         stopped because a user turn holds the LLM. A failure (the LLM, the store) leaves the work queued,
         is kept in ``last_error`` and retried with a doubling back-off; a save's ``notify`` during a run makes
         the loop run once more."""
-        backoff = timing.retry_seconds
+        backoff = Backoff(timing.retry_seconds, timing.max_retry_seconds)
         while not self._stop.is_set():
             self._wake.clear()  # a save notified during the run below sets it again: run once more
             try:
@@ -88,16 +109,23 @@ class BackgroundService:
                 if self._stop.is_set():
                     break
                 self.last_error = str(exc)
-                if isinstance(exc, ReverieError):
-                    log.warning("%s failed, retrying in %.0f s: %s", label, backoff, exc)
-                else:
-                    log.exception("%s failed unexpectedly, retrying in %.0f s", label, backoff)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, timing.max_retry_seconds)
+                self._stop.wait(report_failure(label, exc, backoff))
                 continue
             self.last_error = None
-            backoff = timing.retry_seconds
+            backoff.reset()
             if deferred:
                 self._stop.wait(timing.busy_poll_seconds)  # a user turn holds the LLM: never queue behind it
             else:
                 self._wake.wait(timing.poll_seconds)
+
+
+def report_failure(label: str, exc: Exception, backoff: Backoff, logger: logging.Logger = log) -> float:
+    """Log a failed run of a background loop and return how long to wait before the next. Reverie's errors
+    (``StorageFull``, ``StoreUnavailable``, ``LLMError``, ...) are expected in operation: one warning line.
+    Anything else is a fault: its traceback."""
+    delay = backoff.failed()
+    if isinstance(exc, ReverieError):
+        logger.warning("%s failed, retrying in %.0f s: %s", label, delay, exc)
+    else:
+        logger.exception("%s failed unexpectedly, retrying in %.0f s", label, delay)
+    return delay

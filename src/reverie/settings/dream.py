@@ -52,6 +52,12 @@ class DreamSettings(Section):
     lease_seconds: float = Field(
         _DREAM.lease_seconds, gt=0, description="a dream's lock expires this long after its last step"
     )
+    heartbeat_seconds: float = Field(
+        _DREAM.heartbeat_seconds,
+        gt=0,
+        le=3600,
+        description="a running dream's heartbeat period; a holder silent for 3 periods + 10 s counts as dead",
+    )
     busy_poll_seconds: float = Field(
         _DREAM.busy_poll_seconds, gt=0, description="how often a dream looks again while a user turn runs"
     )

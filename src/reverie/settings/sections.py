@@ -50,6 +50,12 @@ class StoreSettings(Section):
     )
     synchronous: Literal["FULL", "NORMAL"] = Field(_STORE.synchronous, description="SQLite fsync policy")
     pool_size: int = Field(_STORE.pool_size, ge=1, le=1000, description="PostgreSQL: pooled connections per process")
+    connect_timeout_seconds: float = Field(
+        _STORE.connect_timeout_seconds,
+        gt=0,
+        le=600,
+        description="PostgreSQL: how long a call waits for an unreachable server before StoreUnavailable (503)",
+    )
 
 
 class MemorySettings(Section):

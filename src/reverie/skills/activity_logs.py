@@ -162,12 +162,7 @@ def tool_arguments(value: object) -> dict[str, Any] | None:
         return None
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise ValidationError("arguments must be a JSON object with string keys", field="arguments")
-    try:
-        encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
-        raise ValidationError(f"arguments are not JSON: {exc}", field="arguments") from None
-    if validate.has_nul(value):
-        raise ValidationError("arguments contain a NUL character", field="arguments")
+    encoded = validate.json_text(value, field="arguments").encode("utf-8")  # the one check of caller JSON
     if len(encoded) > MAX_ARGUMENT_BYTES:
         raise ValidationError(f"arguments are larger than {MAX_ARGUMENT_BYTES:,} bytes", field="arguments")
     loaded: dict[str, Any] = json.loads(encoded)

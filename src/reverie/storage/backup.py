@@ -22,6 +22,7 @@ from reverie.errors import StorageError
 from reverie.storage.base import Store
 from reverie.storage.portable import copy, replace_contents
 from reverie.storage.sqlite import SqliteStore
+from reverie.storage.sqlite.database import full_disk
 from reverie.storage.sqlite.store import verify_backup
 
 
@@ -51,7 +52,7 @@ def backup(store: Store, destination: Path, *, now: datetime) -> None:
             conn.execute("PRAGMA journal_mode = DELETE")
         os.replace(partial, destination)
     except sqlite3.Error as exc:
-        raise StorageError(f"backup to {destination} failed: {exc}") from exc
+        raise full_disk(exc, destination) or StorageError(f"backup to {destination} failed: {exc}") from exc
     finally:
         for leftover in _sidecars(partial):
             leftover.unlink(missing_ok=True)

@@ -379,6 +379,12 @@ class Store(Protocol):
     def url(self) -> str: ...
 
     @property
+    def read_only(self) -> bool:
+        """Opened read-only (``OpenMode`` "ro", or "read" on a file that cannot be written): every write
+        raises ``StorageError``."""
+        ...
+
+    @property
     def facts(self) -> FactRepository: ...
 
     @property
@@ -444,8 +450,9 @@ class Store(Protocol):
 
     def stats(self) -> StoreStats: ...
 
-    def check(self, *, repair: bool = False) -> HealthReport:
-        """Integrity, index consistency; with ``repair``, rebuild what can be rebuilt."""
+    def check(self, *, repair: bool = False, quick: bool = False) -> HealthReport:
+        """Integrity, index consistency; with ``repair``, rebuild what can be rebuilt (never on a store that
+        fails its integrity check). ``quick``: only a fast integrity check (a server's start)."""
         ...
 
     def backup(self, destination: Path) -> None:
@@ -496,6 +503,12 @@ class Store(Protocol):
         ...
 
 
+OpenMode = Literal["rw", "read", "ro"]
+"""How a store is opened. "rw": read and write, a missing store is created. "read" (read commands): the
+store must exist; it is opened read-only when its file cannot be written, else as "rw". "ro": read-only,
+the store must exist. No mode turns an existing file that is not a store into one."""
+
+
 @dataclass(frozen=True, slots=True)
 class StoreOptions:
     """Backend tuning the engine passes down from Settings."""
@@ -504,3 +517,6 @@ class StoreOptions:
     lock_wait_seconds: float = 60.0
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
     pool_size: int = 10  # PostgreSQL: connections per process
+    # PostgreSQL: how long a call waits for the database server (a new connection, a pooled one while none
+    # can be made) before StoreUnavailable; separate from lock_wait_seconds, the wait for a busy store.
+    connect_timeout_seconds: float = 5.0

@@ -115,7 +115,10 @@ TABLES: tuple[Table, ...] = (
     ),
     Table(
         "dream_locks",
-        _cols("agent_id:text holder:text acquired_at:time expires_at:time last_dream_at:time abort_requested:bool"),
+        _cols(
+            "agent_id:text holder:text acquired_at:time expires_at:time last_dream_at:time abort_requested:bool"
+            " holder_pid:int holder_host:text heartbeat_seconds:float heartbeat_at:time"
+        ),
         ("agent_id",),
         on_damage="null",
     ),
@@ -156,7 +159,7 @@ TABLES: tuple[Table, ...] = (
         "api_keys",
         _cols(
             "key_id:text name:text agent_id:text scopes:json key_hash:text created_at:time revoked_at:time"
-            " last_used_at:time"
+            " last_used_at:time users:json"
         ),
         ("key_id",),
     ),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from reverie.types.dream import DreamRun, Evidence
+from reverie.types.dream import DreamProcess, DreamRun, Evidence
 from reverie.types.keys import ApiKey
 from reverie.types.sessions import SessionRecord, TurnCounts, TurnRecord
 from reverie.types.usage import UsageRow, UsageSummary
@@ -33,20 +33,24 @@ class DreamLease:
     """The per-agent dream lock as one holder took it: valid while ``now < expires_at``."""
 
     agent_id: str
-    holder: str  # unique per run
+    holder: str  # unique per run (the dream service's run id)
     acquired_at: datetime
     expires_at: datetime
+    process: DreamProcess | None = None  # who holds it (None: a caller that did not say)
 
 
 @dataclass(frozen=True, slots=True)
 class DreamLockState:
-    """The lock of one agent as stored (no clock is read: the caller compares ``expires_at``)."""
+    """The lock of one agent as stored (no clock is read: the caller compares ``expires_at`` and judges the
+    heartbeat)."""
 
     agent_id: str
     holder: str | None  # None: no dream running (or its lease expired: see expires_at)
     expires_at: datetime | None
     last_dream_at: datetime | None  # the last dream that completed: the time gate reads it
     abort_requested: bool
+    process: DreamProcess | None = None  # the holder's pid, host and heartbeat period, when it gave them
+    heartbeat_at: datetime | None = None  # the holder's last sign of life (acquire, then each heartbeat)
 
 
 class DreamRepository(Protocol):
@@ -70,9 +74,30 @@ class DreamRepository(Protocol):
         ...
 
     # -- the per-agent dream lock (a lease, so a crashed holder frees it after expiry); works across processes
-    def acquire(self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float) -> DreamLease | None:
+    def acquire(
+        self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float, process: DreamProcess | None = None
+    ) -> DreamLease | None:
         """Take the agent's dream lock, atomically: None when another holder's lease has not expired at now.
-        Taking it clears abort_requested. An expired lease of another holder is taken over."""
+        Taking it clears abort_requested and records ``process`` (replacing the last holder's) with a first
+        heartbeat at now. An expired lease of another holder is taken over."""
+        ...
+
+    def heartbeat(self, agent_id: str, holder: str, *, now: datetime) -> bool:
+        """The holder's sign of life: ``heartbeat_at`` becomes now (the lease's end does not move); False when
+        ``holder`` does not hold the lock."""
+        ...
+
+    def break_lease(self, agent_id: str, holder: str, *, now: datetime, reason: str) -> bool:
+        """Free the lock of a holder found dead, in one transaction: the lease is cleared (as a failed release:
+        ``last_dream_at`` stays) only while it still names ``holder``, and the run ``holder`` names, if still
+        unfinished, is recorded ``interrupted`` at now with ``reason`` as its error (its current pass and
+        progress kept: where it died). False when ``holder`` no longer held the lock."""
+        ...
+
+    def holder_gone(self, agent_id: str) -> bool | None:
+        """What the store itself knows of the holder's life: True when the session that held the lock is
+        gone (PostgreSQL: the advisory lock is free), False when a live session holds it, None when the store
+        cannot tell (SQLite: the caller judges by the process and the heartbeat)."""
         ...
 
     def renew(self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float) -> bool:
@@ -247,6 +272,10 @@ class ApiKeyRepository(Protocol):
     def revoke(self, key_id: str, at: datetime) -> bool:
         """Set ``revoked_at`` on a key not yet revoked; False when unknown or already revoked (its
         ``revoked_at`` is then left as it was)."""
+        ...
+
+    def set_users(self, key_id: str, users: tuple[str, ...]) -> bool:
+        """Bind a key to ``users`` (``ApiKey.users``, replacing what it had, NULL included); False when unknown."""
         ...
 
     def touch(self, key_id: str, at: datetime) -> None:

@@ -1,15 +1,25 @@
-"""The one place that maps a store URL to a backend. Nothing above ``storage/`` names a backend."""
+"""The one place that maps a store URL to a backend. Nothing above ``storage/`` names a backend.
+
+Besides opening (``open_store``, in an ``OpenMode``), it offers what a user needs when an SQLite file is not
+a sound store: ``file_problem`` (why the file is refused or damaged, without opening it as a store) and
+``recover_store`` (what can still be read, into a new file beside it).
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from reverie.errors import ConfigError, StorageError
-from reverie.storage.base import Store, StoreOptions
+from reverie.storage.base import OpenMode, Store, StoreOptions
+
+if TYPE_CHECKING:
+    from reverie.storage.sqlite.recover import Recovery as Recovery
 
 SQLITE_FILE = "reverie.db"
 
@@ -35,14 +45,19 @@ def is_database_file(path: Path) -> bool:
     return path.suffix in (".db", ".sqlite", ".sqlite3") or path.is_file()
 
 
-def open_store(url: str, *, now: datetime, options: StoreOptions | None = None) -> Store:
-    """Open (and migrate) the store at ``url``."""
+def open_store(url: str, *, now: datetime, options: StoreOptions | None = None, mode: OpenMode = "rw") -> Store:
+    """Open (and, unless read-only, migrate) the store at ``url``. ``mode``: see ``OpenMode``; an SQLite file
+    that exists but is not a store (empty, not SQLite, another program's database) is refused in every mode.
+    Read-only opening is for SQLite files: on PostgreSQL, "ro" is a ``ConfigError`` (use a role without
+    write grants) and "read" opens as "rw"."""
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
         from reverie.storage.sqlite import SqliteStore
 
-        return SqliteStore(_sqlite_path(url), now=now, options=options)
+        return SqliteStore(_sqlite_path(url), now=now, options=options, mode=mode)
     if parsed.scheme in ("postgresql", "postgres"):
+        if mode == "ro":
+            raise ConfigError("a PostgreSQL store is not opened read-only here: connect as a role without write grants")
         try:
             from reverie.storage.postgres import PgStore
         except ImportError as exc:
@@ -80,9 +95,14 @@ def pending_migrations(url: str) -> list[str]:
     anything (``reverie migrate --dry-run``). A store that does not exist yet has them all pending."""
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
+        from reverie.storage.sqlite.recover import inspect
         from reverie.storage.sqlite.schema import MIGRATIONS
 
-        return [name for name, _ in MIGRATIONS if name not in _sqlite_applied(_sqlite_path(url))]
+        path = _sqlite_path(url)
+        refusal = inspect(path) if path.is_file() else None
+        if refusal is not None:  # a file that is not a store has no migrations: opening it is refused
+            raise StorageError(refusal.message)
+        return [name for name, _ in MIGRATIONS if name not in _sqlite_applied(path)]
     if parsed.scheme in ("postgresql", "postgres"):
         try:
             from reverie.storage.postgres import migrations
@@ -107,3 +127,60 @@ def _sqlite_applied(path: Path) -> set[str]:
             return {str(row[0]) for row in conn.execute("SELECT name FROM schema_migrations")}
     except sqlite3.Error as exc:
         raise StorageError(f"cannot read the migrations of {path}: {exc}") from exc
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file an ``sqlite:///`` URL names; None for a server URL."""
+    return _sqlite_path(url) if urlparse(url).scheme == "sqlite" else None
+
+
+def file_problem(url: str, *, quick: bool = False) -> str | None:
+    """Why the SQLite file at ``url`` cannot serve as a store, read without opening it as one (nothing is
+    written): refused outright (empty, not SQLite, not a Reverie store, an unreadable schema) or failing
+    SQLite's integrity check (``quick``: its quick check). None when it is sound, missing, or not a file
+    (a server URL)."""
+    path = sqlite_file(url)
+    if path is None or not path.is_file():
+        return None
+    from reverie.storage.sqlite import recover
+
+    refusal = recover.inspect(path)
+    if refusal is not None:
+        return refusal.message
+    found = recover.integrity(path, quick=quick)
+    return None if found == "ok" else f"{path} fails its integrity check ({found})"
+
+
+def recoverable(url: str) -> bool:
+    """Whether ``url`` is an SQLite file whose rows ``recover_store`` may still read: damaged, not empty,
+    foreign or another kind of file."""
+    path = sqlite_file(url)
+    if path is None or not path.is_file():
+        return False
+    from reverie.storage.sqlite import recover
+
+    refusal = recover.inspect(path)
+    return refusal is None or refusal.kind == "damaged"
+
+
+def recover_store(url: str, *, now: datetime) -> Recovery:
+    """Copy what can still be read of the damaged SQLite store at ``url`` into a new file beside it
+    (``<stem>.recovered-<UTC time>.db``), leaving the damaged file as it is; see ``sqlite.recover``. The new
+    store is then repaired as ``doctor --repair`` repairs (an entry whose version rows were lost gets its
+    current state as version 1), so it passes every check."""
+    path = sqlite_file(url)
+    if path is None:
+        raise StorageError(f"{url}: recovery reads an SQLite file; a server's recovery is its own (backups)")
+    if not path.is_file():
+        raise StorageError(f"no store at {path}")
+    from reverie.storage.sqlite import SqliteStore, recover
+
+    recovery = recover.recover(path, now)
+    if recovery.destination is None:
+        return recovery
+    store = SqliteStore(recovery.destination, now=now)
+    try:
+        report = store.check(repair=True)
+    finally:
+        store.close()
+    return replace(recovery, repaired=report.repaired)

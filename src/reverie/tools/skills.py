@@ -10,12 +10,16 @@ Invariants:
 - An empty search says it is not evidence, points at the recall family (``tools.family``) and never
   re-suggests search_skills itself.
 - ``record_feedback`` without a ``session_id`` is about the caller's own session.
+- A skill's text reaches the model as data (``core.framing``): get_skill frames the summary and content as a
+  stored procedure, not an instruction from the user or the system, neutralised; search_skills neutralises the
+  summaries it lists. ``data`` carries the stored text unchanged.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from reverie.core.framing import SKILL_LEAD, frame, neutralise
 from reverie.core.text import preview
 from reverie.errors import Conflict
 from reverie.tools import family
@@ -85,7 +89,7 @@ def search_skills(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> T
     if not hits:
         return ToolResult(empty_search(query), data)
     lines = [f"{len(hits)} {'skill' if len(hits) == 1 else 'skills'}, best first (open one with get_skill):"]
-    lines.extend(f"- {h.skill.name} — {preview(h.skill.summary, SUMMARY_CHARS)}" for h in found.hits)
+    lines.extend(f"- {h.skill.name} — {neutralise(preview(h.skill.summary, SUMMARY_CHARS))}" for h in found.hits)
     lines.extend(f"Note: {note}" for note in found.notes)
     return ToolResult("\n".join(lines), data)
 
@@ -96,7 +100,8 @@ def get_skill(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolR
         raise ToolError(f"skill {skill.name!r} is archived; search_skills finds the live ones", kind="not_found")
     if ctx.session_id is not None:
         rv.skills.record_usage(ctx.agent_id, ctx.session_id, [skill.name])
-    text = [f"# {skill.name} (version {skill.version})", skill.summary, "", skill.content]
+    body = neutralise(f"{skill.summary}\n\n{skill.content}")
+    text = [frame(f"# {skill.name} (version {skill.version})", body, lead=SKILL_LEAD)]
     if skill.see_also:
         text += ["", f"See also: {', '.join(skill.see_also)}"]
     return ToolResult("\n".join(text), skill_data(skill))

@@ -1,4 +1,5 @@
-"""Dream values: a run of the dream and the evidence a merge or inference records."""
+"""Dream values: a run of the dream, the process holding a dream's lock, and the evidence a merge or inference
+records."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ class DreamRun:
     agent_id: str
     trigger: str  # scheduled | manual | idle
     started_at: datetime
-    phase: str  # running | completed | failed | aborted
+    phase: str  # running | completed | failed | aborted | cancelled | interrupted (its process died)
     finished_at: datetime | None = None
     current_pass: str | None = None
     progress: str = ""  # e.g. "3/9 passes"
@@ -23,6 +24,16 @@ class DreamRun:
     cost: float = 0.0
     report: dict[str, Any] = field(default_factory=dict)  # JSON-able
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DreamProcess:
+    """The process holding a dream's lock, recorded in its lease so any process can tell a dead holder from a
+    live one: its pid and host name, and how often it promised to beat its heartbeat."""
+
+    pid: int
+    host: str
+    heartbeat_seconds: float
 
 
 @dataclass(frozen=True, slots=True)

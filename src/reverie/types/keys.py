@@ -12,6 +12,12 @@ class ApiKey:
 
     ``agent_id`` None is an admin key (every agent); ``scopes`` are names from ``reverie.keys.service.SCOPES``.
     ``revoked_at`` set: refused from then on (a revoked key is kept, for the audit trail).
+
+    ``users``: the users a request with this key may name (``user_id``): user ids, or ``("*",)`` for any user
+    (``ANY_USER``; an admin key's, always), or ``()`` for none (a new agent key's default). None: a key
+    created before keys were bound to users (the migration ``0021_key_users`` / ``0010_key_users`` leaves the
+    column NULL): it may still name any user, as every key could then, and ``reverie keys list`` warns about
+    it until it is bound (``reverie keys bind``).
     """
 
     key_id: str
@@ -22,3 +28,7 @@ class ApiKey:
     created_at: datetime
     revoked_at: datetime | None = None
     last_used_at: datetime | None = None
+    users: tuple[str, ...] | None = ()
+
+
+ANY_USER = "*"  # ApiKey.users: any user

@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from reverie.clock import Clock
 from reverie.core import validate
 from reverie.core import working_keys as keys
+from reverie.core.framing import neutralise
 from reverie.core.text import preview
 from reverie.embed.base import Embedder
 from reverie.errors import NotFound, ValidationError
@@ -104,14 +105,18 @@ class WorkingSearch:
 
 def render_inventory(entries: Iterable[WorkingEntry], now: datetime) -> str:
     """Seed 000's inventory lines, one per entry, never its content:
-    ``- session/abc123/emails_inbox: expires in 4m32s, category: email, tags: inbox, unread``."""
+    ``- session/abc123/emails_inbox: expires in 4m32s, category: email, tags: inbox, unread``.
+
+    Category and tags are free text a page or a tool may have chosen, so they are shown neutralised
+    (``core.framing.neutralise``: no role marker or template token survives); a key is shown as it is, so it
+    stays usable, its charset (``core.working_keys``) holding no space, bracket or line break."""
     lines = []
     for entry in entries:
         line = f"- {entry.key}: expires in {keys.remaining((entry.expires_at - now).total_seconds())}"
         if entry.category:
-            line += f", category: {entry.category}"
+            line += f", category: {neutralise(entry.category)}"
         if entry.tags:
-            line += f", tags: {', '.join(entry.tags)}"
+            line += f", tags: {', '.join(neutralise(' '.join(tag.split())) for tag in entry.tags)}"
         lines.append(line)
     return "\n".join(lines)
 

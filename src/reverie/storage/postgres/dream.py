@@ -21,6 +21,11 @@ who holds it and until when (status), the abort flag, and ``last_dream_at`` (the
   closes the connection, so a worker that takes the lock next already sees the new ``last_dream_at``. The
   unlock is explicit: closing alone frees the lock only once the server has ended the session, a moment
   later. A release by a non-holder is a no-op. ``close`` frees every lock this instance holds.
+- ``holder_gone`` asks the server, never the row: True when no session holds the agent's advisory lock
+  (``pg_locks``, read only, so asking never gets in an acquirer's way), False when one does (a live process
+  somewhere, however stale its heartbeat), or when this instance holds it on a live connection. A holder
+  SIGKILLed mid-dream is thus known dead as soon as the server has ended its session. ``break_lease`` of a
+  lease this instance holds lets go of its lock too.
 - Keys are ``hashtext`` of the agent id (32 bits): two agents whose ids collide share one lock, so one of them
   waits for the other's dream to end; never two dreams of one agent at once.
 - ``_held`` is guarded by a thread lock held for a whole acquire, renew or release.
@@ -40,6 +45,15 @@ from reverie.storage.base import DreamLease
 from reverie.storage.postgres.database import LOCK_DREAM, Conn, PgDatabase, translate
 from reverie.storage.sql.dialect import POSTGRES
 from reverie.storage.sql.dream import SqlDream, lease_end
+from reverie.types.dream import DreamProcess
+
+# Whether any session holds the agent's dream lock: pg_try_advisory_lock(int4, int4) shows in pg_locks as
+# classid = key 1, objid = key 2 (as an unsigned oid), objsubid = 2.
+_LOCK_HELD = (
+    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND classid = %s::integer::oid AND objid = hashtext(%s)::oid)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +94,17 @@ class PgDream(SqlDream):
         self._held: dict[str, _Held] = {}
         self._guard = threading.Lock()
 
-    def acquire(self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float) -> DreamLease | None:
+    def acquire(
+        self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float, process: DreamProcess | None = None
+    ) -> DreamLease | None:
         """Take the advisory lock, then the lease row (module docstring). The same holder acquiring again
         re-takes (and extends) its own lease."""
         expires = lease_end(now, lease_seconds)
-        lease = DreamLease(agent_id=agent_id, holder=holder, acquired_at=now, expires_at=expires)
+        lease = DreamLease(agent_id=agent_id, holder=holder, acquired_at=now, expires_at=expires, process=process)
         with self._guard:
             held = self._held.get(agent_id)
             if held is not None and held.holder == holder and _alive(held.conn):
-                self._db.write(lambda c: self._take_row(c, agent_id, holder, now, expires))
+                self._db.write(lambda c: self._take_row(c, agent_id, holder, now, expires, process))
                 return lease
             conn = self._try_lock(agent_id)
             if conn is None and held is not None and self._lease_over(agent_id, held.holder, now):
@@ -97,7 +113,7 @@ class PgDream(SqlDream):
             if conn is None:
                 return None
             try:
-                self._db.write(lambda c: self._take_row(c, agent_id, holder, now, expires))
+                self._db.write(lambda c: self._take_row(c, agent_id, holder, now, expires, process))
             except BaseException:
                 _let_go(conn, agent_id)
                 raise
@@ -131,6 +147,25 @@ class PgDream(SqlDream):
                 self._db.write(lambda c: self._release_row(c, agent_id, holder, completed_at))
             finally:
                 self._forget(agent_id)
+
+    def break_lease(self, agent_id: str, holder: str, *, now: datetime, reason: str) -> bool:
+        """As ``SqlDream.break_lease``; when this instance holds that lease, its lock is let go too."""
+        with self._guard:
+            held = self._held.get(agent_id)
+            try:
+                return super().break_lease(agent_id, holder, now=now, reason=reason)
+            finally:
+                if held is not None and held.holder == holder:
+                    self._forget(agent_id)
+
+    def holder_gone(self, agent_id: str) -> bool | None:
+        """Whether the session holding the agent's advisory lock is gone (module docstring)."""
+        with self._guard:
+            held = self._held.get(agent_id)
+            if held is not None and _alive(held.conn):
+                return False
+        row = self._db.read(lambda c: c.execute(_LOCK_HELD, (LOCK_DREAM, agent_id)).fetchone())
+        return row is None or not row[0]
 
     def close(self) -> None:
         """Free every lock this instance holds (their rows stay: a lease simply runs out)."""

@@ -512,6 +512,23 @@ CREATE TABLE context_injected (
 );
 """
 
+# Keys bound to users (issue 20): the users a key may name, a JSON array (["*"]: any user). A key created before
+# this column keeps NULL: it may still name any user, as every key could then, and `reverie keys list` warns
+# about it until it is bound (`reverie keys bind`). New keys always store an array ([] for none).
+_KEY_USERS = """
+ALTER TABLE api_keys ADD COLUMN users jsonb;
+"""
+
+# The dream lock's holder (issue 20), as SQLite's 0020_dream_holder: the pid and host of the process holding the
+# lease, its heartbeat period and last heartbeat. The advisory lock already says whether the holder's session
+# lives; these say who it is (status) and serve a caller that judges by process and heartbeat.
+_DREAM_HOLDER = """
+ALTER TABLE dream_locks ADD COLUMN holder_pid integer;
+ALTER TABLE dream_locks ADD COLUMN holder_host text;
+ALTER TABLE dream_locks ADD COLUMN heartbeat_seconds double precision;
+ALTER TABLE dream_locks ADD COLUMN heartbeat_at timestamptz;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_kv_graph", _KV_GRAPH),
@@ -520,6 +537,8 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0006_supersession_log", _SUPERSESSION_LOG),
     ("0007_time_index", _TIME_INDEX),
     ("0008_activity_logs", _ACTIVITY_LOGS),
+    ("0009_dream_holder", _DREAM_HOLDER),
+    ("0010_key_users", _KEY_USERS),
 ]
 
 

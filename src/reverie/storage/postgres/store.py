@@ -30,7 +30,12 @@ class PgStore(SqlStore[PgDatabase, PgFacts, PgVectors, PgDream, PgSkills]):
     def __init__(self, url: str, *, now: datetime, options: StoreOptions | None = None) -> None:
         options = options or StoreOptions()
         self._url = url
-        db = PgDatabase(url, pool_size=options.pool_size, lock_wait_seconds=options.lock_wait_seconds)
+        db = PgDatabase(
+            url,
+            pool_size=options.pool_size,
+            lock_wait_seconds=options.lock_wait_seconds,
+            connect_timeout_seconds=options.connect_timeout_seconds,
+        )
         migrations.apply(db, now)
         db.open()
         super().__init__(

@@ -9,6 +9,11 @@ Invariants:
   here reads a clock, the caller passes ``now``. This class is the whole lock on SQLite; PostgreSQL adds a
   session advisory lock beside the row (``postgres.dream.PgDream``), through the ``_take_row`` /
   ``_renew_row`` / ``_release_row`` steps here.
+- The row also names the holder's process (pid, host, heartbeat period) and its last heartbeat, written by
+  ``acquire`` and ``heartbeat`` and cleared with the holder, so the dream service can judge a holder dead
+  long before its lease runs out (SQLite itself cannot tell: ``holder_gone`` is None). ``break_lease`` frees
+  a dead holder's lease and records its run interrupted in one transaction, and only while the row still
+  names that holder, so a lease taken in the meantime is never broken.
 - A damaged row never blocks the service: an unreadable ledger stamp is left out (the pass runs once), and
   an unreadable lease expiry counts as expired (the lock can be taken over).
 - A run's report is serialised before the transaction: one that is not JSON-able raises, writing nothing.
@@ -24,6 +29,7 @@ from typing import Any
 from reverie.storage.base import DreamLease, DreamLockState, LedgerStamp
 from reverie.storage.sql.dialect import Dialect, SqlDatabase
 from reverie.types import DreamRun, Evidence
+from reverie.types.dream import DreamProcess
 
 _RUN_COLUMNS = (
     "run_id, agent_id, run_trigger, started_at, phase, finished_at, current_pass, progress, tokens, cost, report, error"
@@ -57,6 +63,13 @@ def _stamp_from_row(row: Any) -> LedgerStamp | None:
     if fingerprint is not None and not isinstance(fingerprint, str):
         return None
     return LedgerStamp(agent_id=agent_id, pass_name=pass_name, stamped_at=when, fingerprint=fingerprint)
+
+
+def _process_from(pid: object, host: object, heartbeat_seconds: object) -> DreamProcess | None:
+    """The holder's process as stored, or None when it was not recorded (or cannot be read back)."""
+    if not isinstance(pid, int) or not isinstance(host, str) or not isinstance(heartbeat_seconds, int | float):
+        return None
+    return DreamProcess(pid=pid, host=host, heartbeat_seconds=float(heartbeat_seconds))
 
 
 def lease_end(now: datetime, lease_seconds: float) -> datetime:
@@ -99,7 +112,9 @@ class SqlDream:
         return self._db.write(lambda c: int(c.execute(statement, (agent_id,)).rowcount))
 
     # -- the per-agent dream lock --------------------------------------------------------------------
-    def acquire(self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float) -> DreamLease | None:
+    def acquire(
+        self, agent_id: str, holder: str, *, now: datetime, lease_seconds: float, process: DreamProcess | None = None
+    ) -> DreamLease | None:
         """Check and take in one write transaction. The same holder acquiring again re-takes (and extends)
         its own lease."""
         expires = lease_end(now, lease_seconds)
@@ -111,8 +126,8 @@ class SqlDream:
                 current_end = _lenient_ts(row[1])
                 if current_end is not None and now < current_end:
                     return None  # another holder's lease is live
-            self._take_row(c, agent_id, holder, now, expires)
-            return DreamLease(agent_id=agent_id, holder=holder, acquired_at=now, expires_at=expires)
+            self._take_row(c, agent_id, holder, now, expires, process)
+            return DreamLease(agent_id=agent_id, holder=holder, acquired_at=now, expires_at=expires, process=process)
 
         return self._db.write(work)
 
@@ -125,35 +140,69 @@ class SqlDream:
         """Also clears ``abort_requested``: the flag only ever concerns the dream holding the lock."""
         self._db.write(lambda c: self._release_row(c, agent_id, holder, completed_at))
 
-    def _take_row(self, c: Any, agent_id: str, holder: str, now: datetime, expires: datetime) -> None:
-        """Upsert the lease row for ``holder`` on connection ``c``, clearing ``abort_requested``."""
-        d = self._d
-        statement = d.sql(
-            "INSERT INTO dream_locks (agent_id, holder, acquired_at, expires_at, abort_requested)"
-            f" VALUES (?, ?, ?, ?, {d.false}) ON CONFLICT (agent_id) DO UPDATE SET holder = excluded.holder,"
-            f" acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, abort_requested = {d.false}"
+    def heartbeat(self, agent_id: str, holder: str, *, now: datetime) -> bool:
+        statement = self._d.sql("UPDATE dream_locks SET heartbeat_at = ? WHERE agent_id = ? AND holder = ?")
+        params = (self._d.ts(now), agent_id, holder)
+        return self._db.write(lambda c: bool(c.execute(statement, params).rowcount > 0))
+
+    def break_lease(self, agent_id: str, holder: str, *, now: datetime, reason: str) -> bool:
+        """Clear the dead holder's lease and record its run interrupted, in one transaction (module docstring)."""
+        interrupt = self._d.sql(
+            "UPDATE dream_runs SET phase = 'interrupted', finished_at = ?, error = ?"
+            " WHERE run_id = ? AND agent_id = ? AND finished_at IS NULL"
         )
-        c.execute(statement, (agent_id, holder, d.ts(now), d.ts(expires)))
+        params = (self._d.ts(now), reason, holder, agent_id)
+
+        def work(c: Any) -> bool:
+            if not self._release_row(c, agent_id, holder, None):
+                return False
+            c.execute(interrupt, params)
+            return True
+
+        return self._db.write(work)
+
+    def holder_gone(self, agent_id: str) -> bool | None:
+        """SQLite cannot tell: the caller judges by the holder's process and heartbeat."""
+        return None
+
+    def _take_row(
+        self, c: Any, agent_id: str, holder: str, now: datetime, expires: datetime, process: DreamProcess | None
+    ) -> None:
+        """Upsert the lease row for ``holder`` on connection ``c``, clearing ``abort_requested``, recording its
+        process (or none) and a first heartbeat at ``now``."""
+        d = self._d
+        columns: tuple[str, ...] = ("holder", "acquired_at", "expires_at", "abort_requested")
+        columns += ("holder_pid", "holder_host", "heartbeat_seconds", "heartbeat_at")
+        statement = d.sql(
+            f"INSERT INTO dream_locks (agent_id, {', '.join(columns)})"
+            f" VALUES (?, ?, ?, ?, {d.false}, ?, ?, ?, ?) ON CONFLICT (agent_id) DO UPDATE SET "
+            + ", ".join(f"{name} = excluded.{name}" for name in columns)
+        )
+        pid, host, beat = (
+            (None, None, None) if process is None else (process.pid, process.host, process.heartbeat_seconds)
+        )
+        c.execute(statement, (agent_id, holder, d.ts(now), d.ts(expires), pid, host, beat, d.ts(now)))
 
     def _renew_row(self, c: Any, agent_id: str, holder: str, expires: datetime) -> bool:
         """Move the lease's end, if the row still names ``holder``."""
         statement = self._d.sql("UPDATE dream_locks SET expires_at = ? WHERE agent_id = ? AND holder = ?")
         return bool(c.execute(statement, (self._d.ts(expires), agent_id, holder)).rowcount > 0)
 
-    def _release_row(self, c: Any, agent_id: str, holder: str, completed_at: datetime | None) -> None:
-        """Clear the row's holder (and abort flag) if it names ``holder``; advance ``last_dream_at`` on
-        completion."""
+    def _release_row(self, c: Any, agent_id: str, holder: str, completed_at: datetime | None) -> bool:
+        """Clear the row's holder (its process, heartbeat and abort flag too) if it names ``holder``; advance
+        ``last_dream_at`` on completion. True when the row named ``holder``."""
         d = self._d
         statement = d.sql(
             "UPDATE dream_locks SET holder = NULL, acquired_at = NULL, expires_at = NULL,"
-            f" abort_requested = {d.false}, last_dream_at = coalesce(?, last_dream_at)"
-            " WHERE agent_id = ? AND holder = ?"
+            f" abort_requested = {d.false}, last_dream_at = coalesce(?, last_dream_at), holder_pid = NULL,"
+            " holder_host = NULL, heartbeat_seconds = NULL, heartbeat_at = NULL WHERE agent_id = ? AND holder = ?"
         )
-        c.execute(statement, (d.ts_or_none(completed_at), agent_id, holder))
+        return bool(c.execute(statement, (d.ts_or_none(completed_at), agent_id, holder)).rowcount > 0)
 
     def lock_state(self, agent_id: str) -> DreamLockState:
         statement = self._d.sql(
-            "SELECT holder, expires_at, last_dream_at, abort_requested FROM dream_locks WHERE agent_id = ?"
+            "SELECT holder, expires_at, last_dream_at, abort_requested, holder_pid, holder_host, heartbeat_seconds,"
+            " heartbeat_at FROM dream_locks WHERE agent_id = ?"
         )
         row = self._db.read(lambda c: c.execute(statement, (agent_id,)).fetchone())
         if row is None:
@@ -164,6 +213,8 @@ class SqlDream:
             expires_at=_lenient_ts(row[1]),
             last_dream_at=_lenient_ts(row[2]),
             abort_requested=bool(row[3]),
+            process=_process_from(row[4], row[5], row[6]),
+            heartbeat_at=_lenient_ts(row[7]),
         )
 
     def request_abort(self, agent_id: str) -> bool:

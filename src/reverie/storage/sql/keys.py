@@ -3,6 +3,8 @@
 Invariants:
 - Only the secret's hash is stored (the service hashes it); nothing here sees a secret.
 - Keys are never deleted: ``revoke`` stamps ``revoked_at`` once, and a revoked key stays listed.
+- ``users`` is a JSON array of user ids (``["*"]``: any user) or NULL: a key from before the column
+  (migration ``0021_key_users`` / ``0010_key_users``), read back as None.
 - Nothing here reads a clock; the caller passes ``at``. Ids order by code point on both backends (SQLite's
   binary order, ``COLLATE "C"`` on PostgreSQL).
 """
@@ -15,7 +17,7 @@ from typing import Any
 from reverie.storage.sql.dialect import Dialect, SqlDatabase
 from reverie.types import ApiKey
 
-_COLUMNS = "key_id, name, agent_id, scopes, key_hash, created_at, revoked_at, last_used_at"
+_COLUMNS = "key_id, name, agent_id, scopes, key_hash, created_at, revoked_at, last_used_at, users"
 
 
 class SqlKeys:
@@ -36,6 +38,7 @@ class SqlKeys:
             created_at=d.ts_out(row[5]),
             revoked_at=d.ts_out_or_none(row[6]),
             last_used_at=d.ts_out_or_none(row[7]),
+            users=_users(d.json_out(row[8])),
         )
 
     def add(self, key: ApiKey) -> None:
@@ -49,8 +52,9 @@ class SqlKeys:
             d.ts(key.created_at),
             d.ts_or_none(key.revoked_at),
             d.ts_or_none(key.last_used_at),
+            None if key.users is None else d.json_now(list(key.users)),
         )
-        statement = d.sql(f"INSERT INTO api_keys ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        statement = d.sql(f"INSERT INTO api_keys ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
         self._db.write(lambda c: c.execute(statement, params))
 
     def get(self, key_id: str) -> ApiKey | None:
@@ -69,6 +73,11 @@ class SqlKeys:
         params = (self._d.ts(at), key_id)
         return self._db.write(lambda c: bool(c.execute(statement, params).rowcount > 0))
 
+    def set_users(self, key_id: str, users: tuple[str, ...]) -> bool:
+        statement = self._d.sql("UPDATE api_keys SET users = ? WHERE key_id = ?")
+        params = (self._d.json_now(list(users)), key_id)
+        return self._db.write(lambda c: bool(c.execute(statement, params).rowcount > 0))
+
     def touch(self, key_id: str, at: datetime) -> None:
         statement = self._d.sql("UPDATE api_keys SET last_used_at = ? WHERE key_id = ?")
         params = (self._d.ts(at), key_id)
@@ -78,3 +87,10 @@ class SqlKeys:
         statement = self._d.sql(f"SELECT {_COLUMNS} FROM api_keys ORDER BY created_at, key_id{self._d.collate_c}")
         rows = self._db.read(lambda c: c.execute(statement).fetchall())
         return [self._key(r) for r in rows]
+
+
+def _users(value: Any) -> tuple[str, ...] | None:
+    """The stored ``users`` (None: NULL, a key from before the column; a value of another shape: none)."""
+    if value is None:
+        return None
+    return tuple(u for u in value if isinstance(u, str)) if isinstance(value, list) else ()

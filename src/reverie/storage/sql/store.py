@@ -10,6 +10,9 @@ Invariants:
 - One database per store: every repository, transaction and portable-row method goes through ``db``.
 - ``check`` reports each check as ``"ok"`` or what is wrong; with ``repair`` it rebuilds what can be rebuilt
   (the full-text index, missing first versions) and checks again. ``ok`` ignores the migrations line.
+  A store that fails its integrity check is never written by a repair (a write into a damaged file can
+  spread the damage): the other checks are not run and nothing is rebuilt; ``quick`` runs only the
+  integrity check, in its fast form.
 - A repair of missing versions records an entry's current state as its version 1, changed ``housekeeping``.
 """
 
@@ -95,6 +98,15 @@ class SqlStore(ABC, Generic[DB, F, V, D, S]):
     @abstractmethod
     def _integrity(self) -> str:
         """The database's own integrity check: ``"ok"`` or the problems found."""
+
+    def _quick_integrity(self) -> str:
+        """A fast form of ``_integrity`` (a server's start); the full check unless the backend has one."""
+        return self._integrity()
+
+    @property
+    def read_only(self) -> bool:
+        """Whether every write is refused (a backend that can open read-only says so)."""
+        return False
 
     @abstractmethod
     def _fts_consistency(self) -> str:
@@ -196,10 +208,12 @@ class SqlStore(ABC, Generic[DB, F, V, D, S]):
 
         return self._db.read(work)
 
-    def check(self, *, repair: bool = False) -> HealthReport:
+    def check(self, *, repair: bool = False, quick: bool = False) -> HealthReport:
         checks: dict[str, str] = {}
         repaired: list[str] = []
-        checks["integrity"] = self._integrity()
+        checks["integrity"] = self._quick_integrity() if quick else self._integrity()
+        if quick or checks["integrity"] != "ok":
+            return HealthReport(ok=checks["integrity"] == "ok", checks=checks, repaired=())
         checks["fts"] = self._fts_consistency()
         if repair and checks["fts"] != "ok":
             repaired.append(self._repair_fts())

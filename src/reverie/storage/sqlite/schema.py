@@ -590,6 +590,23 @@ CREATE TABLE context_injected (
 ) WITHOUT ROWID;
 """
 
+# Keys bound to users (issue 20): the users a key may name, a JSON array (["*"]: any user). A key created before
+# this column keeps NULL: it may still name any user, as every key could then, and `reverie keys list` warns
+# about it until it is bound (`reverie keys bind`). New keys always store an array ([] for none).
+_KEY_USERS = """
+ALTER TABLE api_keys ADD COLUMN users TEXT;
+"""
+
+# The dream lock's holder (issue 20): the pid and host of the process holding the lease, the heartbeat period it
+# promised and its last heartbeat, so any process can tell a dead holder from a live one long before the lease
+# runs out. A lease taken before these columns keeps NULLs: only its expiry ends it, as before.
+_DREAM_HOLDER = """
+ALTER TABLE dream_locks ADD COLUMN holder_pid INTEGER;
+ALTER TABLE dream_locks ADD COLUMN holder_host TEXT;
+ALTER TABLE dream_locks ADD COLUMN heartbeat_seconds REAL;
+ALTER TABLE dream_locks ADD COLUMN heartbeat_at TEXT;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -609,4 +626,6 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0017_supersession_log", _SUPERSESSION_LOG),
     ("0018_time_index", _TIME_INDEX),
     ("0019_activity_logs", _ACTIVITY_LOGS),
+    ("0020_dream_holder", _DREAM_HOLDER),
+    ("0021_key_users", _KEY_USERS),
 ]
