@@ -184,6 +184,7 @@ def _fill_case(target: Target, margin: int, result: FamilyResult) -> None:
         not unclean, f"{label}: {len(unclean)} of {len(errors)} failed saves not a clean StorageError: {example}"
     )
     first = f"{errors[0].get('error')}: {errors[0].get('message')}" if errors else "no failure"
+    first = first.replace(str(target.home) + os.sep, "")  # the store's own directory is a temporary one
     result.note(f"{label}: {len(acks)} saves, then {short(first, 120)}")
     _after_fill(target, label, acks, [str(e.get("text")) for e in errors], result)
 
@@ -240,4 +241,5 @@ def _cli_case(target: Target, result: FamilyResult) -> None:
     if proc.returncode != 0:  # a refused save leaves the store as it was
         result.check(after == before, f"CLI save on a full disk failed but {after - before} entries were added")
     if problem is None:
-        result.note(f"CLI on a full disk: {short(proc.stderr.strip() or proc.stdout.strip(), 120)}")
+        said = (proc.stderr.strip() or proc.stdout.strip()).replace(str(target.home) + os.sep, "")
+        result.note(f"CLI on a full disk: {short(said, 120)}")
