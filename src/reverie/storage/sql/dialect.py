@@ -61,8 +61,8 @@ class SqlDatabase(Protocol):
     def transaction(self) -> AbstractContextManager[None]: ...
 
 
-def _dumps(value: Any) -> str:
-    # The repositories' own encoding: compact, UTF-8 kept as is, no NaN.
+def compact_json(value: Any) -> str:
+    """The repositories' own JSON encoding: compact, UTF-8 kept as is, no NaN (``kv_codec.dumps`` adds its checks)."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
@@ -196,8 +196,8 @@ class Dialect:
         if self.postgres:
             from psycopg.types.json import Jsonb
 
-            return Jsonb(value, dumps=_dumps)
-        return _dumps(value)
+            return Jsonb(value, dumps=compact_json)
+        return compact_json(value)
 
     def json_or_none(self, value: Any) -> Any:
         return None if value is None else self.json(value)
@@ -205,7 +205,7 @@ class Dialect:
     def json_now(self, value: Any) -> Any:
         """A JSON parameter serialised now rather than when the statement runs: a value that cannot be stored
         (NaN, an object json cannot encode) raises ``ValueError`` / ``TypeError`` here, before any write."""
-        text = _dumps(value)
+        text = compact_json(value)
         if self.postgres:
             from psycopg.types.json import Jsonb
 

@@ -22,14 +22,9 @@ from typing import Any
 
 from reverie.errors import StorageError
 from reverie.storage.portable import Kind, Table
-from reverie.storage.sql.dialect import SQLITE
+from reverie.storage.sql.dialect import SQLITE, compact_json
 from reverie.storage.sql.rows import BATCH, Damaged, SqlRows, order_by
 from reverie.storage.sqlite.database import Database, parse_ts, ts
-
-
-def _dumps(value: Any) -> str:
-    # The repositories' own encoding (facts, versions, sessions): compact, UTF-8 kept as is.
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _time_out(value: Any) -> datetime:
@@ -64,7 +59,7 @@ class SqliteRows(SqlRows):
         if kind is Kind.TIME:
             return ts(value)
         if kind is Kind.JSON:
-            return _dumps(value)
+            return compact_json(value)  # the repositories' own encoding
         if kind is Kind.BOOL:
             return int(bool(value))
         if kind is Kind.VECTOR:
