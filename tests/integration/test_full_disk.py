@@ -94,9 +94,9 @@ def test_library_raises_storage_full_workers_back_off_and_resume(tmp_path: Path)
     assert len(saved) >= 2 and out.splitlines()[-1] == "DONE", out
     # The workers met the full disk: one line each time, no traceback, and they came back by themselves.
     assert "Traceback" not in err, err
-    # (A small write may still fit where a large one did not: the graph extraction may get through.)
     warnings = [line for line in err.splitlines() if line.startswith("WARNING")]
     assert any(line.startswith("WARNING reverie.embedding") for line in warnings), err
+    assert any("graph extraction failed" in line for line in warnings), err
     assert all("is full" in line for line in warnings), err
     # Every acknowledged write is there, embedded.
     with reverie.open(home, embedding={"background": False}, graph={"extraction_background": False}) as rv:
@@ -123,6 +123,9 @@ def _writer(home: Path, limit: int) -> int:
     else:
         print("the disk never filled", flush=True)
         return 1
+    # Now the disk is full for every write, small or large: without this a worker's small write could still fit
+    # in the room the refused save left, and whether it did would depend on timing.
+    resource.setrlimit(resource.RLIMIT_FSIZE, (TIGHT, hard))
     rv.embedding.start()
     rv.graph_extraction.start()
     time.sleep(4)  # the workers meet the full disk meanwhile, and back off
