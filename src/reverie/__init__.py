@@ -4,10 +4,20 @@ import reverie
 with reverie.open("./memory") as rv:
     rv.memory.save("The user lives in Lisbon", category="user-preferences/location")
     hits = rv.memory.search("where does the user live?")
+
+``import reverie`` is cheap: the errors and the clock load at once, every other public name (``open``,
+``Reverie``, ``Settings``, the values) on first use (PEP 562 ``__getattr__``), so ``reverie --version`` and any
+tool that only needs an error class does not pay for the engine (numpy, the LLM clients, jsonschema, ...).
+Invariant: ``__all__``, ``dir(reverie)`` and ``from reverie import *`` see every public name, loaded or not;
+``_LAZY`` names the module each lazy name comes from, and the ``TYPE_CHECKING`` block mirrors it for mypy.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from reverie.clock import Clock, FakeClock, SystemClock
-from reverie.engine import Reverie, open
 from reverie.errors import (
     ConfigError,
     Conflict,
@@ -23,37 +33,76 @@ from reverie.errors import (
     ValidationError,
     VectorBackendError,
 )
-from reverie.settings import Settings
-from reverie.types import (
-    Browse,
-    CategoryCount,
-    Change,
-    DreamRun,
-    Entity,
-    EntryVersion,
-    Feedback,
-    HealthReport,
-    HitEvidence,
-    KvItem,
-    MemoryEntry,
-    PurgeReport,
-    Relation,
-    SaveRejection,
-    SaveResult,
-    Scope,
-    SearchHit,
-    SearchResults,
-    SessionRecord,
-    Skill,
-    SkillVersion,
-    StoreStats,
-    Tier,
-    TurnRecord,
-    UsageSummary,
-    WorkingEntry,
-)
+
+if TYPE_CHECKING:
+    from reverie.engine import Reverie, open
+    from reverie.settings import Settings
+    from reverie.types import (
+        Browse,
+        CategoryCount,
+        Change,
+        DreamRun,
+        Entity,
+        EntryVersion,
+        Feedback,
+        HealthReport,
+        HitEvidence,
+        KvItem,
+        MemoryEntry,
+        PurgeReport,
+        Relation,
+        SaveRejection,
+        SaveResult,
+        Scope,
+        SearchHit,
+        SearchResults,
+        SessionRecord,
+        Skill,
+        SkillVersion,
+        StoreStats,
+        Tier,
+        TurnRecord,
+        UsageSummary,
+        WorkingEntry,
+    )
 
 __version__ = "0.1.0"
+
+_TYPES = (
+    "Browse",
+    "CategoryCount",
+    "Change",
+    "DreamRun",
+    "Entity",
+    "EntryVersion",
+    "Feedback",
+    "HealthReport",
+    "HitEvidence",
+    "KvItem",
+    "MemoryEntry",
+    "PurgeReport",
+    "Relation",
+    "SaveRejection",
+    "SaveResult",
+    "Scope",
+    "SearchHit",
+    "SearchResults",
+    "SessionRecord",
+    "Skill",
+    "SkillVersion",
+    "StoreStats",
+    "Tier",
+    "TurnRecord",
+    "UsageSummary",
+    "WorkingEntry",
+)
+# Public name -> the module that defines it, imported on first access.
+_LAZY: dict[str, str] = {
+    "Reverie": "reverie.engine",
+    "open": "reverie.engine",
+    "Settings": "reverie.settings",
+    **dict.fromkeys(_TYPES, "reverie.types"),
+}
 
 __all__ = [
     "Browse",
@@ -103,3 +152,17 @@ __all__ = [
     "open",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a lazy public name on first access and keep it, so the next access is a plain attribute."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'reverie' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -63,6 +63,7 @@ def test_two_engines_on_one_postgres_feed_one_dream_worker(
         host = host_a if i % 2 == 0 else host_b
         host.conversation.add_turn("s1", "user" if i % 2 == 0 else "assistant", text, create=True)
     host_a.tool_calls.record("default", "search_memory", True)
+    host_a.tool_calls.log.flush()  # group commit: the other host sees it once flushed (within the interval)
     host_b.executions.record("default", "Release Lantern", False, steps=[{"name": "deploy", "ok": False}])
     fact = "Lantern ships every Friday; Ines manages releases on the kestrel staging box."
     router.script(MINING, {"toSave": [{"content": fact, "category": "project-context/lantern", "sessionId": "s1"}]})

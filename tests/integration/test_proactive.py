@@ -3,8 +3,8 @@ its scope; the scripted LLM's extraction (a valid answer, an unknown category, m
 each memory reachable three ways (the entry, ``memory:{id}`` in the key-value memory, the graph) when it is
 agent-wide and only as an entry when it is a user's; user-level memory shared by a user's agents and nothing
 else shared; the session TTL; the decay formula's exact values, the hourly sweep and user memory that never
-decays; the cap's eviction order (archived, not deleted); auto-consolidation on the tenth call keeping the
-newest; the min_similarity floor; memorize_on_turn; the per-turn context; reserved agent ids; the CLI."""
+decays; the cap's eviction order (archived, not deleted); auto-consolidation on the tenth saving call keeping
+the newest; the min_similarity floor; memorize_on_turn; the per-turn context; reserved agent ids; the CLI."""
 
 from __future__ import annotations
 
@@ -39,6 +39,12 @@ EVERY_CATEGORY = (
     "We're building a billing service. My name is Ana. Ugh, this still doesn't work."
 )
 Make = Callable[..., reverie.Reverie]
+UNRELATED = (  # no two of them near-duplicates
+    "alpha bravo charlie", "delta echo foxtrot", "golf hotel india", "juliet kilo lima", "mike november oscar",
+    "papa quebec romeo", "sierra tango uniform", "victor whiskey xray", "yankee zulu amber", "basil cedar dune",
+    "ember fjord grove", "heron iris jade", "kelp lotus maple", "nectar onyx pearl", "quartz raven saffron",
+    "thyme umber violet",
+)  # fmt: skip
 
 
 def _open(url: str | None, request: pytest.FixtureRequest, home: Path, clock: FakeClock, **overrides: Any) -> Any:
@@ -326,6 +332,7 @@ def test_decay_follows_the_formula_and_an_access_boosts(rv: reverie.Reverie, clo
     [hit] = rv.proactive.auto_retrieve("Fridays", scope=Scope("a"))  # read: 1 access, now
     assert hit.entry.confidence == pytest.approx(0.6) and hit.entry.metadata["proactive"]["access_count"] == 1
     rv.proactive.auto_retrieve("Fridays", scope=Scope("a"))
+    assert rv.proactive.flush_accesses() == 1  # accesses are written in batches
     assert _stored(rv, fridays).confidence == 1.0  # 0.6 x (1 + log2 2), capped
     clock.advance(days=10)
     assert rv.proactive.sweep("a").decayed == ()  # 0.6 x e^-0.1 x 2 > 1: still capped
@@ -340,18 +347,20 @@ def test_decay_follows_the_formula_and_an_access_boosts(rv: reverie.Reverie, clo
     assert _stored(rv, tea).confidence == 0.8
 
 
-def test_the_decay_sweep_runs_at_most_hourly(make: Make, clock: FakeClock) -> None:
+def test_the_decay_sweep_runs_in_the_dream_at_most_hourly(make: Make, clock: FakeClock) -> None:
     rv = make(embedding={"provider": "none"})
     entry = _one(rv, "The team ships on Fridays", "project_context", "agent", Scope("a"), 0.6)
     clock.advance(days=2)
-    assert rv.proactive.auto_retrieve("zebra", scope=Scope("a")) == []  # sweeps first: due (never ran)
+    assert rv.proactive.auto_retrieve("zebra", scope=Scope("a")) == []  # a context build never sweeps
+    assert _stored(rv, entry).confidence == 0.6
+    assert rv.dream.run("a").passes["proactive_sweep"].status == "ran"  # the dream's maintenance: due (never ran)
     assert _stored(rv, entry).confidence == pytest.approx(0.6 * math.exp(-0.02), abs=1e-12)
     clock.advance(minutes=30)
-    rv.proactive.auto_retrieve("zebra", scope=Scope("a"))  # not due: the value of 30 minutes ago stays
+    assert rv.dream.run("a").passes["proactive_sweep"].status == "skipped"  # not due: the old value stays
     assert _stored(rv, entry).confidence == pytest.approx(0.6 * math.exp(-0.02), abs=1e-12)
     assert rv.proactive.sweep("a", force=False).ran is False
     clock.advance(minutes=31)
-    rv.proactive.auto_retrieve("zebra", scope=Scope("a"))
+    rv.dream.run("a")
     days = 2 + 61 / 1440
     assert _stored(rv, entry).confidence == pytest.approx(0.6 * math.exp(-0.01 * days), abs=1e-12)
 
@@ -392,7 +401,9 @@ def test_the_cap_archives_the_weakest_then_the_oldest(make: Make, clock: FakeClo
 
 
 # -- consolidation -------------------------------------------------------------------------------------------------
-def test_auto_consolidation_fires_on_the_tenth_call_and_keeps_the_newest(rv: reverie.Reverie, clock: FakeClock) -> None:
+def test_auto_consolidation_fires_on_the_tenth_saving_call_and_keeps_the_newest(
+    rv: reverie.Reverie, clock: FakeClock
+) -> None:
     scope = Scope("a", "u1")
     dark, fridays = [], []
     for category in ("preference", "communication_style"):  # another category: not folded at save time
@@ -401,11 +412,17 @@ def test_auto_consolidation_fires_on_the_tenth_call_and_keeps_the_newest(rv: rev
     for category in ("project_context", "work_style"):
         fridays.append(_one(rv, "The team ships on Fridays", category, "agent", scope))
         clock.advance(minutes=1)
-    for call in range(5, 10):
+    for call in range(12):  # a call that saves nothing is not counted
         clock.advance(minutes=1)
         assert rv.proactive.auto_memorize(f"Nothing to note {call}", scope=scope).consolidation is None
+    unrelated = iter(UNRELATED)
+    for _ in range(5, 10):
+        clock.advance(minutes=1)
+        _one(rv, next(unrelated), "project_context", "agent", scope)
     assert all(not _stored(rv, i).archived for i in dark + fridays)
-    result = rv.proactive.auto_memorize("Nothing to note either", scope=scope)  # the tenth call
+    result = rv.proactive.remember(  # the tenth saving call
+        [{"content": next(unrelated), "category": "project_context", "scope": "agent"}], scope=scope
+    )
     assert result.consolidation is not None
     merged = {(m.keep, m.archived, m.rungs) for m in result.consolidation.merges}
     assert merged == {(dark[1], (dark[0],), ("substring",)), (fridays[1], (fridays[0],), ("substring",))}
@@ -413,9 +430,11 @@ def test_auto_consolidation_fires_on_the_tenth_call_and_keeps_the_newest(rv: rev
     assert old.archived and old.superseded_by == kept.id and not kept.archived
     assert kept.metadata["mergedFrom"] == [old.id]
     assert rv.store.versions.history(old.id, old.scope)[-1].change == Change.SUPERSEDED
-    for call in range(11, 20):
-        assert rv.proactive.auto_memorize(f"Still nothing {call}", scope=scope).consolidation is None
-    assert rv.proactive.auto_memorize("The twentieth", scope=scope).consolidation is not None
+    for _ in range(11, 20):
+        item = {"content": next(unrelated), "category": "project_context", "scope": "agent"}
+        assert rv.proactive.remember([item], scope=scope).consolidation is None
+    item = {"content": next(unrelated), "category": "project_context", "scope": "agent"}
+    assert rv.proactive.remember([item], scope=scope).consolidation is not None  # the twentieth
 
 
 def test_manual_consolidation_scans_the_whole_history(make: Make, clock: FakeClock) -> None:

@@ -2,8 +2,9 @@
 error handlers and the OpenAPI schema (``/openapi.json``) over one open engine.
 
 The app does not own the engine: whoever opened it closes it (``reverie serve`` does, after the server
-stops). Routes are sync functions, so their store work runs in the server's threadpool, never on the event
-loop. See docs/api.md for every endpoint.
+stops); with ``owns_engine`` (a worker process of ``reverie serve --workers``) the app warms it up once it
+serves and closes it when it stops. Routes are sync functions, so their store work runs in the server's
+threadpool, never on the event loop. See docs/api.md for every endpoint.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from reverie.api.routes_tools import router as tools_router
 from reverie.api.routes_usage import router as usage_router
 from reverie.api.routes_working import router as working_router
 from reverie.engine.root import Reverie
+from reverie.engine.warmup import WarmUp
 from reverie.tools import ToolRegistry
 
 DEFAULT_MAX_BODY_BYTES = 1_048_576
@@ -51,7 +53,9 @@ class Health(BaseModel):
     version: str
 
 
-def create_app(rv: Reverie, *, auth: bool = True, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+def create_app(
+    rv: Reverie, *, auth: bool = True, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, owns_engine: bool = False
+) -> FastAPI:
     """The API over the open engine ``rv``.
 
     Args:
@@ -59,12 +63,19 @@ def create_app(rv: Reverie, *, auth: bool = True, max_body_bytes: int = DEFAULT_
         auth: require an API key on every route but the public ones (``False``: ``reverie serve --no-auth``,
             which only a loopback host may use).
         max_body_bytes: request bodies over this size are answered 413.
+        owns_engine: the app warms ``rv`` up once it serves (``engine.warmup``) and closes it at shutdown.
     """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        await run_in_threadpool(app.state.dreams.stop)  # manual dreams still running: abort, then wait
+        warm = WarmUp(rv).start() if owns_engine else None
+        try:
+            yield
+            await run_in_threadpool(app.state.dreams.stop)  # manual dreams still running: abort, then wait
+        finally:
+            if warm is not None:
+                await run_in_threadpool(warm.join)  # the warm-up must not search a closed store
+                await run_in_threadpool(rv.close)
 
     app = FastAPI(
         title="Reverie",

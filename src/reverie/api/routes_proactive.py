@@ -218,8 +218,8 @@ def forget_proactive(
 
 @router.post("/proactive/sweep", response_model=SweepOut, summary="Run the confidence decay sweep")
 def sweep_proactive(rv: Engine, agent: WriteAgent) -> SweepOut:
-    """Recompute the decayed confidence of the agent's proactive memories now (auto_retrieve does it at most
-    once per ``decay_sweep_minutes``)."""
+    """Recompute the decayed confidence of the agent's proactive memories now (the dream's maintenance runs it at
+    most once per ``decay_sweep_minutes``; a context build never does)."""
     return SweepOut.model_validate(rv.proactive.sweep(agent))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
@@ -21,10 +22,14 @@ from reverie.api.serving import serve_until_signalled
 START_TIMEOUT = 10.0
 
 
-def serve(app: FastAPI, *, host: str, port: int, log_level: str = "info") -> bool:
+def serve(
+    app: FastAPI, *, host: str, port: int, log_level: str = "info", on_started: Callable[[], object] | None = None
+) -> bool:
     """Serve until SIGINT or SIGTERM, then finish the requests in flight and return; False when the server
-    could not start (the port taken: uvicorn has logged why)."""
-    return serve_until_signalled(app, host=host, port=port, thread_name="reverie-api", log_level=log_level)
+    could not start (the port taken: uvicorn has logged why). ``on_started`` runs once it listens."""
+    return serve_until_signalled(
+        app, host=host, port=port, thread_name="reverie-api", log_level=log_level, on_started=on_started
+    )
 
 
 class ApiServer:

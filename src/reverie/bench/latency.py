@@ -8,6 +8,11 @@ process's caches: PostgreSQL's shared buffers, the page cache), searches with va
 in the same run, ``hybrid-serial`` (the same pipeline on one thread: ``recall.parallel = false``) and
 ``bm25`` (no embedding).
 
+Beside the facts, ``long_texts`` chat turns of about 250 characters (synthetic facts run together into
+sentences and cut at a word boundary: ~48 tokens against a fact's ~18; real chat runs ~60) are saved and
+embedded the same way on a store of their own: the embedder's cost per text grows with its tokens, which
+the facts alone hide.
+
 Embedding a million texts on two cores takes about an hour, so ``vectors="composed"`` writes each fact's
 vector as the normalised sum of the real model's embeddings of its words (each word embedded once): vectors
 with the model's geometry, which real query embeddings land near, without a model call per fact. The
@@ -71,6 +76,8 @@ AGENT = "bench-latency"
 BACKENDS = ("sqlite", "postgres")
 SERIAL = "hybrid-serial"  # the hybrid pipeline on one thread: the baseline of the parallel one
 DEFAULT_WARMUP = 100
+LONG_CHARS = 250  # a chat turn's length: the long-text row's texts
+DEFAULT_LONG_TEXTS = 1000  # the CLI's --long-texts
 VECTOR_SOURCES = ("embed", "composed")
 Progress = Callable[[str], None]
 
@@ -87,6 +94,20 @@ def synthetic_fact(rng: random.Random) -> str:
 def synthetic_facts(n: int, seed: int = DEFAULT_SEED) -> list[str]:
     rng = random.Random(seed)
     return [synthetic_fact(rng) for _ in range(n)]
+
+
+def synthetic_turn(rng: random.Random, chars: int = LONG_CHARS) -> str:
+    """About ``chars`` characters of chat: synthetic facts as sentences, cut at a word boundary."""
+    text = ""
+    while len(text) < chars:
+        text += synthetic_fact(rng) + ". "
+    cut = text[:chars]
+    return cut[: cut.rfind(" ")] if " " in cut else cut
+
+
+def synthetic_turns(n: int, seed: int = DEFAULT_SEED) -> list[str]:
+    rng = random.Random(seed)
+    return [synthetic_turn(rng) for _ in range(n)]
 
 
 def _query(rng: random.Random) -> str:
@@ -157,9 +178,25 @@ class LatencyResult:
 
 
 @dataclass(frozen=True, slots=True)
+class TextsRate:
+    """Ingestion of one kind of text on a fresh store of its own (the long-text row)."""
+
+    texts: str  # what was ingested, e.g. "250-character turns"
+    n: int
+    mean_chars: float
+    save_rate: float | None  # entries/s, text only (save_many in batches)
+    embed_rate: float | None  # texts/s through embed_pending (vector writes included)
+    total_rate: float | None  # entries/s, saving and embedding
+    model_rate: float | None  # texts/s, the embedder alone on a sample
+    model_sample: int
+    backend: str = "sqlite"
+
+
+@dataclass(frozen=True, slots=True)
 class LatencyReport:
     results: tuple[LatencyResult, ...]
     notes: tuple[str, ...]
+    long_texts: TextsRate | None = None  # None with long_texts=0
 
 
 def _save(rv: reverie.Reverie, facts: Sequence[str], batch_size: int) -> float:
@@ -185,6 +222,41 @@ def _wait_for_graph(rv: reverie.Reverie, say: Progress, timeout: float = 900.0) 
         time.sleep(0.5)
         rv.memory.search("warm up", limit=1, mode="vector", scope=reverie.Scope(agent_id=AGENT))
     return time.perf_counter() - started
+
+
+def measure_texts(
+    texts: Sequence[str],
+    sample: Sequence[str],
+    *,
+    label: str,
+    batch_size: int = 500,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    store_url: str | None = None,
+) -> TextsRate:
+    """``texts`` saved (``save_many`` in batches, no deduplication, as ``measure``) and embedded on a fresh
+    store, and the embedder alone on ``sample``: the throughput of one kind of text."""
+    settings = engine_settings(overrides)
+    if store_url is not None:
+        settings["store"] = {**settings.get("store", {}), "url": store_url}
+    with workspace(None, "reverie-bench-texts-") as home, reverie.open(home, **settings) as rv:
+        if rv.embedder is not None:
+            rv.embedder.embed(["warm up the model", "before timing"])  # loading the model is not throughput
+        save_seconds = _save(rv, texts, batch_size)
+        started = time.perf_counter()
+        embedded = rv.embed_pending()
+        embed_seconds = time.perf_counter() - started
+        model_rate = _model_rate(rv, sample)
+    return TextsRate(
+        texts=label,
+        n=len(texts),
+        mean_chars=sum(map(len, texts)) / max(len(texts), 1),
+        save_rate=rate(len(texts), save_seconds),
+        embed_rate=rate(embedded, embed_seconds) if embedded else None,
+        total_rate=rate(len(texts), save_seconds + embed_seconds) if embedded else None,
+        model_rate=model_rate,
+        model_sample=len(sample) if model_rate is not None else 0,
+        backend="sqlite" if store_url is None else "postgres",
+    )
 
 
 def _model_rate(rv: reverie.Reverie, texts: Sequence[str]) -> float | None:
@@ -323,23 +395,10 @@ def measure(
     )
 
 
-def run_latency(
-    sizes: list[int],
-    *,
-    searches: int = 200,
-    batch_size: int = 500,
-    seed: int = DEFAULT_SEED,
-    overrides: dict[str, dict[str, Any]] | None = None,
-    progress: Progress | None = None,
-    backend: str = "sqlite",
-    server_url: str | None = None,
-    vectors: str | None = None,
-    warmup: int = DEFAULT_WARMUP,
-) -> LatencyReport:
-    """Measure every size in ``sizes`` (each on its own fresh store). ``overrides``: settings sections for
-    ``reverie.open`` (e.g. ``{"embedding": {"provider": "hash"}}``). ``backend`` postgres: each size in a new
-    database on ``server_url``'s server (None: a temporary embedded server). ``vectors``: embed or composed
-    (None: embed up to 200,000 facts, composed above)."""
+def _check(
+    sizes: list[int], searches: int, batch_size: int, backend: str, server_url: str | None, vectors: str | None,
+    warmup: int,
+) -> None:  # fmt: skip
     if not sizes or any(n < 1 for n in sizes):
         raise ValidationError("every size (--n) must be at least 1", field="n")
     if warmup < 0:
@@ -353,6 +412,30 @@ def run_latency(
     if server_url is not None and backend != "postgres":
         raise ValidationError("--store-url needs --backend postgres", field="store_url")
 
+
+def run_latency(
+    sizes: list[int],
+    *,
+    searches: int = 200,
+    batch_size: int = 500,
+    seed: int = DEFAULT_SEED,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    progress: Progress | None = None,
+    backend: str = "sqlite",
+    server_url: str | None = None,
+    vectors: str | None = None,
+    warmup: int = DEFAULT_WARMUP,
+    long_texts: int = 0,
+) -> LatencyReport:
+    """Measure every size in ``sizes`` (each on its own fresh store). ``overrides``: settings sections for
+    ``reverie.open`` (e.g. ``{"embedding": {"provider": "hash"}}``). ``backend`` postgres: each size in a new
+    database on ``server_url``'s server (None: a temporary embedded server). ``vectors``: embed or composed
+    (None: embed up to 200,000 facts, composed above). ``long_texts``: how many 250-character turns the
+    long-text row saves and embeds on a store of its own (0: no such row)."""
+    _check(sizes, searches, batch_size, backend, server_url, vectors, warmup)
+    if long_texts < 0:
+        raise ValidationError("--long-texts must be at least 0", field="long_texts")
+
     def one(n: int, url: str | None) -> LatencyResult:
         source = vectors or ("embed" if n <= 200_000 else "composed")
         return measure(
@@ -360,16 +443,34 @@ def run_latency(
             store_url=url, vectors=source, warmup=warmup,
         )  # fmt: skip
 
+    def long(url: str | None) -> TextsRate | None:
+        if not long_texts:
+            return None
+        if progress is not None:
+            progress(f"{long_texts} texts of ~{LONG_CHARS} characters: saving and embedding")
+        turns, sample = synthetic_turns(long_texts, seed + 6), synthetic_turns(min(long_texts, 250), seed + 7)
+        label = f"{LONG_CHARS}-character turns"
+        return measure_texts(turns, sample, label=label, batch_size=batch_size, overrides=overrides, store_url=url)
+
     if backend == "sqlite":
         results = tuple(one(n, None) for n in sizes)
+        long_row = long(None)
     else:
         found: list[LatencyResult] = []
         with postgres.server(server_url) as admin:
             for n in sizes:
                 with postgres.fresh_database(admin, str(n)) as url:
                     found.append(one(n, url))
+            long_row = None
+            if long_texts:
+                with postgres.fresh_database(admin, "long") as url:
+                    long_row = long(url)
         results = tuple(found)
-    notes = (
+    return LatencyReport(results, _notes(backend, warmup, long_texts), long_row)
+
+
+def _notes(backend: str, warmup: int, long_texts: int) -> tuple[str, ...]:
+    return (
         "hybrid embeds every query (all queries are distinct, so the query cache never hits); bm25 embeds none",
         "hybrid fetches its vector signal on a worker thread beside the BM25 one (recall.parallel); hybrid-serial"
         " is the same pipeline on one thread, measured in the same run",
@@ -387,5 +488,10 @@ def run_latency(
         ),
         "vectors composed: each fact's vector is the normalised sum of the model's embeddings of its words (a"
         " million texts through the model take about an hour on two cores); embed: every fact through the model",
-    )
-    return LatencyReport(results, notes)
+        *(
+            (f"the {LONG_CHARS}-character row: {long_texts:,} synthetic chat turns (facts run together, ~48 tokens"
+             " each against a fact's ~18) saved and embedded on a store of their own, the model alone on 250",)
+            if long_texts
+            else ()
+        ),
+    )  # fmt: skip

@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
-from rich.markup import escape
-from rich.progress import Progress
 
 import reverie
 from reverie.cli import render
@@ -27,16 +25,13 @@ from reverie.cli.common import (
     emit_json,
     engine,
     err_console,
+    escape,
     fail,
     state,
     store_location,
 )
 from reverie.clock import SystemClock
 from reverie.errors import ReverieError, StorageError
-from reverie.settings import home_from_env
-from reverie.storage import open_store, store_exists
-from reverie.storage.resolve import file_problem, recover_store, recoverable, sqlite_file
-from reverie.types import HealthReport
 from reverie.views.plain import to_jsonable
 
 if TYPE_CHECKING:
@@ -59,6 +54,10 @@ def status(ctx: typer.Context, as_json: bool = JsonOption) -> None:
 def reindex(ctx: typer.Context, as_json: bool = JsonOption) -> None:
     """Re-embed every entry with the configured embedding model (after a model change). Resumable: an
     interrupted reindex picks up where it stopped."""
+    from rich.progress import Progress
+
+    from reverie.settings import home_from_env
+
     try:
         rv = reverie.open(home_from_env(state(ctx).home), reindex=True, embedding={"background": False})
     except ReverieError as exc:
@@ -90,6 +89,9 @@ def doctor(
 ) -> None:
     """Check integrity, full-text index consistency and version rows; optionally repair. Reads only without
     --repair (a read-only store is checked as it is)."""
+    from reverie.storage import open_store, store_exists
+    from reverie.storage.resolve import file_problem, sqlite_file
+
     url, options = store_location(ctx)
     if not store_exists(url):
         fail(StorageError(f"no store at {sqlite_file(url) or url}; nothing was created"))
@@ -121,6 +123,9 @@ def doctor(
 def _damaged(url: str, problem: str, *, repair: bool, as_json: bool) -> NoReturn:
     """Report a store file that is refused or fails its integrity check (exit 1); with ``repair``, recover
     what can be read of a damaged one into a new file. Never suggests ``--repair`` after a repair."""
+    from reverie.storage.resolve import recover_store, recoverable, sqlite_file
+    from reverie.types import HealthReport
+
     if not recoverable(url):  # empty, not SQLite, another program's database: the problem says what to do
         fail(StorageError(problem))
     checks = {"integrity": problem}

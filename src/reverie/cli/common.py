@@ -4,6 +4,12 @@ A command that only reads opens the engine with ``read=True``: a missing store i
 is created), and a store it cannot write is opened read-only with a one-line notice on stderr. A command
 that writes creates a missing store. ``verify=True`` (servers, ``status``) runs the store's quick integrity
 check first and refuses a store that fails it, before anything is written.
+
+Start-up: every CLI module is imported to build the command line, so what they import at the top is paid by
+``reverie --version`` and ``--help``. Only typer, the standard library and Reverie's light modules (errors,
+clock, types, views, pure ``core`` rules) are imported at the top; settings, storage and the engine are
+imported by the functions that use them, and Rich by the first print (``console``, ``err_console`` and
+``escape`` here defer it). tests/integration/test_startup_imports.py holds this.
 """
 
 from __future__ import annotations
@@ -15,23 +21,57 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 import reverie
 from reverie.errors import EmbeddingError, LLMError, NotFound, ReverieError, StorageError, ValidationError
-from reverie.settings import Settings, config_from, home_from_env, load_settings
-from reverie.storage import store_url
-from reverie.storage.base import StoreOptions
-from reverie.storage.resolve import file_problem, recoverable
-from reverie.types import Scope
-from reverie.views.entry import face_json
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from reverie.settings import Settings
+    from reverie.storage.base import StoreOptions
+    from reverie.types import Scope
+
+
+class _DeferredConsole:
+    """A Rich ``Console`` made on first use: Rich costs tens of milliseconds to import, and ``reverie
+    --version`` prints nothing through it. Every attribute is the real console's, and so is ``with``
+    (Rich's ``Live``, under a progress bar, enters its console)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._deferred_options = options
+        self._deferred_console: Console | None = None
+
+    def _real(self) -> Console:
+        if self._deferred_console is None:
+            from rich.console import Console
+
+            self._deferred_console = Console(**self._deferred_options)
+        return self._deferred_console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    def __enter__(self) -> Console:
+        return self._real().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._real().__exit__(*exc)
+
+
+console = cast("Console", _DeferredConsole(highlight=False))
+err_console = cast("Console", _DeferredConsole(stderr=True, highlight=False))
+
+
+def escape(text: str) -> str:
+    """Rich's ``escape`` (user text is never read as markup), importing Rich on first use."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
 
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON instead of text.")
 AgentOption = typer.Option("default", "--agent", "-a", envvar="REVERIE_AGENT", help="Agent id (scope).")
@@ -79,6 +119,10 @@ def damage_advice(exc: ReverieError) -> ReverieError:
 def store_location(ctx: typer.Context) -> tuple[str, StoreOptions]:
     """The home's store URL and options (``store.url`` in its settings, else ``<home>/reverie.db``), for the
     commands that open the store itself rather than the engine."""
+    from reverie.settings import config_from, home_from_env, load_settings
+    from reverie.storage import store_url
+    from reverie.storage.base import StoreOptions
+
     try:
         settings: Settings = load_settings(home_from_env(state(ctx).home))
     except ReverieError as exc:
@@ -88,11 +132,14 @@ def store_location(ctx: typer.Context) -> tuple[str, StoreOptions]:
 
 @contextmanager
 def engine(
-    ctx: typer.Context, *, background: bool = False, read: bool = False, verify: bool = False
+    ctx: typer.Context, *, background: bool = False, read: bool = False, verify: bool = False, finish: bool = True
 ) -> Iterator[reverie.Reverie]:
     """Open the engine for the chosen home; turn Reverie's errors into a message and an exit code.
     ``background``: keep the background workers (long-running commands). ``read``: the command only reads
-    (see the module docstring). ``verify``: refuse a store that fails its quick integrity check."""
+    (see the module docstring). ``verify``: refuse a store that fails its quick integrity check. ``finish``:
+    do the pending work before closing (off: the command hands the store to processes that will do it)."""
+    from reverie.settings import home_from_env
+
     if verify:
         _verify(ctx)  # before opening: the open itself (migrations, workers) may write
     try:
@@ -113,7 +160,8 @@ def engine(
     failure: ReverieError | None = None
     try:
         yield rv
-        _finish_pending(rv)
+        if finish:
+            _finish_pending(rv)
     except ReverieError as exc:
         failure = exc
     except typer.Exit as done:
@@ -159,6 +207,8 @@ def _finish_pending(rv: reverie.Reverie) -> None:
 
 def _verify(ctx: typer.Context) -> None:
     """Refuse (exit 1, one line) a store file that fails SQLite's quick check, before anything opens it."""
+    from reverie.storage.resolve import file_problem, recoverable
+
     url, _ = store_location(ctx)
     try:
         problem = file_problem(url, quick=True)
@@ -212,10 +262,14 @@ def _embed_before_exit(rv: reverie.Reverie) -> None:
 
 
 def scope_of(agent: str, user: str | None, session: str | None) -> Scope:
+    from reverie.types import Scope
+
     return Scope(agent_id=agent, user_id=user, session_id=session)
 
 
 def emit_json(value: Any) -> None:
+    from reverie.views.entry import face_json
+
     sys.stdout.write(json.dumps(face_json(value), ensure_ascii=False, indent=2) + "\n")
 
 

@@ -10,18 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
-from rich.rule import Rule
 
 import reverie
 from reverie.cli import render
-from reverie.cli.common import console, fail
-from reverie.cli.demo_learning import learning
+from reverie.cli.common import console, escape, fail
 from reverie.clock import FakeClock, SystemClock
-from reverie.demo import load_sample
 from reverie.errors import ReverieError
-from reverie.testing.openai_server import ScriptedOpenAIServer
-from reverie.tools import ToolContext, ToolRegistry
+
+# The tour's parts (the sample, the scripted model server, the tool registry, the learning step) are imported
+# by the steps that use them: ``reverie --help`` imports this module too.
 
 _QUERIES = (
     "What time zone is Maya in?",
@@ -49,12 +46,17 @@ def demo(
 
 
 def _step(title: str, text: str) -> None:
+    from rich.rule import Rule
+
     console.print()
     console.print(Rule(f"[bold]{title}[/]", align="left"))
     console.print(f"[dim]{text}[/]")
 
 
 def _tour(home: Path) -> None:
+    from reverie.cli.demo_learning import learning
+    from reverie.demo import load_sample
+
     with reverie.open(home, embedding={"background": False}) as rv:
         now = rv.clock.now
         _step("1. Save", f"Saving the sample's facts into a fresh store at {escape(str(home))}.")
@@ -170,6 +172,8 @@ def _scripted_consolidator(body: dict[str, Any]) -> str:
 
 def _dream(home: Path) -> None:
     """A dream cycle with a scripted LLM on a loopback server: the model proposes, the host decides."""
+    from reverie.testing.openai_server import ScriptedOpenAIServer
+
     clock = FakeClock(SystemClock().now() + timedelta(days=61))
     with ScriptedOpenAIServer() as server:
         server.answer_chat_with(_scripted_consolidator)
@@ -240,6 +244,8 @@ _GRAPH_NOTES = (
 def _graph(home: Path) -> None:
     """Three notes saved; the rule-based extractor (no LLM) learns what they name, and a path query joins two
     things no single note connects."""
+    from reverie.tools import ToolContext, ToolRegistry
+
     with reverie.open(
         home, embedding={"provider": "none"}, graph={"extraction": "rules", "extraction_background": False}
     ) as rv:

@@ -8,11 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
 from rich.rule import Rule
 
 import reverie
-from reverie.cli.common import console
+from reverie.cli.common import console, escape
 from reverie.clock import FakeClock, SystemClock
 from reverie.testing.openai_server import ScriptedOpenAIServer
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 
-from reverie.cli.common import AgentOption, JsonOption, console, emit, emit_json, engine
-from reverie.dream.service import DreamRunReport, DreamStatus
+from reverie.cli.common import AgentOption, JsonOption, console, emit, emit_json, engine, escape
+
+if TYPE_CHECKING:
+    from reverie.dream.service import DreamRunReport, DreamStatus
 
 app = typer.Typer(help="The dream service: background consolidation of memory.", no_args_is_help=True)
 audit_app = typer.Typer(help="The memory audit: is the corpus converging, is anything lost?", no_args_is_help=False)

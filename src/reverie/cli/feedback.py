@@ -5,12 +5,15 @@ Kinds: ``correction``, ``session_summary`` (with ``--rating poor|fair|good|excel
 
 from __future__ import annotations
 
-import typer
-from rich.markup import escape
+from typing import TYPE_CHECKING
 
-from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine
+import typer
+
+from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine, escape
 from reverie.core.text import preview
-from reverie.types import Feedback
+
+if TYPE_CHECKING:
+    from reverie.types import Feedback
 
 app = typer.Typer(
     help="Feedback: corrections, session summaries, stale and wrong signals about an agent's sessions.",

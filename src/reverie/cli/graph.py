@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
 
-from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine, fail
+from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine, escape, fail
 from reverie.core.text import preview
-from reverie.core.validate import too_deep
 from reverie.errors import ValidationError
-from reverie.graph import inputs as graph_input
-from reverie.graph.service import EntitySubgraph, GraphPath, Triple, ref_of
-from reverie.types import Entity
+
+if TYPE_CHECKING:  # the service (and the storage port it imports) loads when a command runs
+    from reverie.graph.service import EntitySubgraph, GraphPath, Triple
+    from reverie.types import Entity
 
 app = typer.Typer(
     help="The knowledge graph: entities (type:name), relations between them, paths and subgraphs.",
@@ -41,6 +40,8 @@ def _properties(text: str | None) -> dict[str, Any] | None:
     except ValueError as exc:
         fail(ValidationError(f"--properties is not JSON: {exc}", field="properties"))
     except RecursionError:  # the decoder gave up ~1,000 levels down: far past the limit
+        from reverie.core.validate import too_deep
+
         fail(too_deep("properties"))
     if not isinstance(value, dict):
         fail(ValidationError("--properties must be a JSON object", field="properties"))
@@ -49,6 +50,12 @@ def _properties(text: str | None) -> dict[str, Any] | None:
 
 def _when(value: datetime | None) -> str:
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def ref_of(entity: Entity) -> str:
+    from reverie.graph.service import ref_of as service_ref_of
+
+    return service_ref_of(entity)
 
 
 def _entity_line(entity: Entity, *, distance: int | None = None) -> str:
@@ -153,6 +160,8 @@ def add_relation(
 ) -> None:
     """Relate two entities. A relation already known is reinforced; for an exclusive one (works_at, …) a
     new target invalidates the previous one, which is kept as history."""
+    from reverie.graph import inputs as graph_input
+
     with engine(ctx) as rv:
         since = graph_input.parse_time(valid_from, "valid_from")
         written = rv.graph.add_relation(agent, from_, relation, to, _properties(properties), source or (), since)

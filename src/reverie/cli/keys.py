@@ -5,16 +5,30 @@
 
 from __future__ import annotations
 
-import typer
-from rich.markup import escape
+from typing import TYPE_CHECKING, Any
 
-from reverie.cli.common import JsonOption, console, emit_json, engine, err_console, fail
+import typer
+
+from reverie.cli.common import JsonOption, console, emit_json, engine, err_console, escape, fail
 from reverie.errors import ValidationError
-from reverie.keys.service import ADMIN, AGENT_SCOPES, MEMORY_READ, MEMORY_WRITE, binding, public_view
-from reverie.types import ApiKey
-from reverie.types.keys import ANY_USER
+from reverie.types.keys import ADMIN, AGENT_SCOPES, ANY_USER, MEMORY_READ, MEMORY_WRITE
+
+if TYPE_CHECKING:
+    from reverie.types import ApiKey
 
 app = typer.Typer(help="API keys for the HTTP API and the MCP server.", no_args_is_help=True)
+
+
+def public_view(key: ApiKey) -> dict[str, Any]:
+    from reverie.keys import service  # the key service (and the storage it needs) loads when a command runs
+
+    return service.public_view(key)
+
+
+def binding(key: ApiKey) -> str:
+    from reverie.keys import service
+
+    return service.binding(key)
 
 
 def _when(value: object) -> str:

@@ -12,15 +12,25 @@ How a value given on the command line is read (``set`` and ``update``):
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
 
-from reverie.cli.common import AgentOption, JsonOption, console, emit, emit_json, engine, fail, read_text_argument
-from reverie.core.validate import too_deep
+from reverie.cli.common import (
+    AgentOption,
+    JsonOption,
+    console,
+    emit,
+    emit_json,
+    engine,
+    escape,
+    fail,
+    read_text_argument,
+)
 from reverie.errors import ValidationError
-from reverie.types import KvItem
+
+if TYPE_CHECKING:
+    from reverie.types import KvItem
 
 app = typer.Typer(
     help="Key-value memory: structured values per agent under exact keys (user:preference:theme).",
@@ -53,6 +63,8 @@ def parse_value(text: str, *, as_json: bool, as_string: bool) -> Any:
             raise ValidationError(f"the value is not JSON: {exc}", field="value") from None
         return text
     except RecursionError:  # JSON all the same, nested ~1,000 deep: far past the limit (never taken as text)
+        from reverie.core.validate import too_deep
+
         raise too_deep("value") from None
 
 

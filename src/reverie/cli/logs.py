@@ -11,20 +11,19 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
 
 import reverie
-from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine, fail
-from reverie.core import validate
+from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine, escape, fail
 from reverie.core.execution_patterns import WINDOW_DAYS
 from reverie.core.text import preview
 from reverie.errors import ValidationError
-from reverie.logs import StoredLog
-from reverie.logs.jsonl import encode_record, validate_session_id
-from reverie.skills.activity_logs import ExecutionRecord, ToolCallRecord
+
+if TYPE_CHECKING:  # the logs and their records load when a command runs
+    from reverie.logs import StoredLog
+    from reverie.skills.activity_logs import ExecutionRecord, ToolCallRecord
 
 executions_app = typer.Typer(
     help="The execution log: logged multi-step executions (what was attempted, its steps, success).",
@@ -134,7 +133,9 @@ def record_tool_call(
         except ValueError as exc:
             fail(ValidationError(f"--arguments is not JSON: {exc}", field="arguments"))
         except RecursionError:  # the decoder gave up ~1,000 levels down: far past the limit
-            fail(validate.too_deep("arguments"))
+            from reverie.core.validate import too_deep
+
+            fail(too_deep("arguments"))
     with engine(ctx) as rv:
         record = rv.tool_calls.record(
             agent, tool, ok, session_id=session, error=error, arguments=args, duration_ms=duration_ms
@@ -206,6 +207,9 @@ def export_log(
     conversation log to a directory: one ``{session_id}.jsonl`` per session, as ``<home>/logs/conversation/``
     was; to standard output or with ``--session`` to a file, one stream (on standard output each record also
     names its ``session_id``, which the file name carried)."""
+    from reverie.core import validate
+    from reverie.logs.jsonl import encode_record, validate_session_id
+
     if log not in LOG_NAMES:
         fail(ValidationError(f"unknown log {log!r}: use one of {', '.join(LOG_NAMES)}", field="log"))
     try:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import typer
 
 from reverie.cli.common import JsonOption, emit, engine
-from reverie.core import validate
 
 app = typer.Typer(help="Aging passes: importance decay and the forget sweep.", no_args_is_help=True)
 AllAgentsOption = typer.Option(None, "--agent", help="Only this agent's entries (default: every agent).")
 
 
 def _agent(agent: str | None) -> str | None:
+    from reverie.core import validate
+
     return None if agent is None else validate.identifier(agent, name="agent_id")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-from rich.markup import escape
 
 from reverie.cli import kv, render
 from reverie.cli.common import (
@@ -15,6 +14,7 @@ from reverie.cli.common import (
     emit,
     emit_json,
     engine,
+    escape,
     read_text_argument,
     scope_of,
 )

@@ -3,8 +3,9 @@ one, list, consolidate duplicates, run the decay sweep."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
-from rich.markup import escape
 
 from reverie.cli.common import (
     AgentOption,
@@ -14,12 +15,14 @@ from reverie.cli.common import (
     console,
     emit_json,
     engine,
+    escape,
     read_text_argument,
     scope_of,
 )
-from reverie.core.proactive import kind_of, writer_of
-from reverie.proactive.upkeep import ConsolidationReport
-from reverie.types import MemoryEntry
+
+if TYPE_CHECKING:
+    from reverie.proactive.upkeep import ConsolidationReport
+    from reverie.types import MemoryEntry
 
 app = typer.Typer(
     help="Proactive memory: what an agent learns about its user and work after each turn, recalled before the next.",
@@ -28,6 +31,8 @@ app = typer.Typer(
 
 
 def _line(entry: MemoryEntry) -> str:
+    from reverie.core.proactive import kind_of, writer_of  # imports numpy: not at the top
+
     writer = writer_of(entry.metadata)  # user memory: the agent that wrote it
     by = "" if writer is None else f", written by {escape(writer)}"
     return (

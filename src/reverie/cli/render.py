@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from rich.markup import escape
-from rich.table import Table
-from rich.tree import Tree
-
-from reverie.cli.common import console
+from reverie.cli.common import console, escape
 from reverie.core.temporal import seen_phrase
 from reverie.core.text import preview
-from reverie.memory.lint import Explanation, LintFinding, LintReport
-from reverie.types import Browse, CategoryCount, EntryVersion, HealthReport, MemoryEntry, SearchHit, StoreStats
+
+if TYPE_CHECKING:  # Rich and the lint service load when something is printed, not to parse the command line
+    from rich.tree import Tree
+
+    from reverie.memory.lint import Explanation, LintFinding, LintReport
+    from reverie.types import Browse, CategoryCount, EntryVersion, HealthReport, MemoryEntry, SearchHit, StoreStats
 
 
 def _when(value: datetime | None) -> str:
@@ -124,6 +125,8 @@ def explanation(result: Explanation) -> None:
         rows.append(("archived", _when(entry.archived_at)))
     if entry.valid_to is not None:
         rows.append(("valid until", f"{entry.valid_to} (a later entry contradicts it)"))
+    from rich.table import Table
+
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
@@ -135,6 +138,8 @@ def explanation(result: Explanation) -> None:
 
 
 def taxonomy_tree(categories: tuple[CategoryCount, ...]) -> Tree:
+    from rich.tree import Tree
+
     tree = Tree("[bold]categories[/]")
     nodes: dict[str, Tree] = {}
     totals: dict[str, int] = {}
@@ -165,6 +170,8 @@ def browse(result: Browse, now: datetime) -> None:
 
 
 def entry_detail(entry: MemoryEntry) -> None:
+    from rich.table import Table
+
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
@@ -200,6 +207,8 @@ def _scope_text(entry: MemoryEntry) -> str:
 
 
 def history(versions: list[EntryVersion]) -> None:
+    from rich.table import Table
+
     table = Table("v", "when", "change", "category", "content")
     for v in versions:
         table.add_row(
@@ -214,6 +223,8 @@ def stats(result: StoreStats) -> None:
     if result.by_tier:
         console.print("[bold]tiers[/]  " + ", ".join(f"{k} {v}" for k, v in sorted(result.by_tier.items())))
     if result.by_category:
+        from reverie.types import CategoryCount
+
         console.print(taxonomy_tree(tuple(CategoryCount(category=k, count=v) for k, v in result.by_category.items())))
 
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from reverie.cli.common import AgentOption, JsonOption, console, emit, emit_json, engine, fail, read_text_argument
-from reverie.conversation.compaction import CompactionResult
-from reverie.conversation.service import SessionInfo
-from reverie.core.validate import too_deep
 from reverie.errors import ValidationError
-from reverie.types import SessionRecord
 from reverie.views.plain import iso_z
+
+if TYPE_CHECKING:  # the conversation service loads when a command runs
+    from reverie.conversation.compaction import CompactionResult
+    from reverie.conversation.service import SessionInfo
+    from reverie.types import SessionRecord
 
 app = typer.Typer(help="Conversation sessions: turns, the archive, compaction.", no_args_is_help=True)
 
@@ -120,6 +121,8 @@ def _tool_calls(raw: str | None) -> list[dict[str, Any]] | None:
     except ValueError as exc:
         fail(ValidationError(f"--tool-calls is not JSON: {exc}", field="tool_calls"))
     except RecursionError:  # the decoder gave up ~1,000 levels down: far past the limit
+        from reverie.core.validate import too_deep
+
         fail(too_deep("tool_calls"))
     if not isinstance(value, list):
         fail(ValidationError("--tool-calls must be a JSON list of tool calls", field="tool_calls"))

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
 
-from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine, fail, read_text_argument
+from reverie.cli.common import AgentOption, JsonOption, console, emit_json, engine, escape, fail, read_text_argument
 from reverie.core.text import preview
 from reverie.errors import ValidationError
-from reverie.types import Skill
 from reverie.views.plain import to_jsonable
+
+if TYPE_CHECKING:
+    from reverie.types import Skill
 
 app = typer.Typer(
     help="Skills: named procedures an agent keeps and reuses (mcp/email), their history and usage.",

@@ -9,22 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
-from rich.markup import escape
-from rich.progress import Progress, TaskID
-from rich.table import Table
 
-from reverie.cli.common import JsonOption, console, emit, emit_json, fail, state
+from reverie.cli.common import JsonOption, console, emit, emit_json, escape, fail, state
 from reverie.clock import SystemClock
 from reverie.errors import ReverieError, StorageError
-from reverie.settings import Settings, config_from, home_from_env, load_settings
-from reverie.storage import open_store, pending_migrations, portable, store_exists, store_url
-from reverie.storage.base import OpenMode, Store, StoreOptions
+
+if TYPE_CHECKING:  # settings, storage and Rich's widgets load when a command runs
+    from reverie.settings import Settings
+    from reverie.storage.base import OpenMode, Store, StoreOptions
 
 
 def _settings(ctx: typer.Context) -> Settings:
+    from reverie.settings import home_from_env, load_settings
+
     try:
         return load_settings(home_from_env(state(ctx).home))
     except ReverieError as exc:
@@ -32,6 +33,9 @@ def _settings(ctx: typer.Context) -> Settings:
 
 
 def _options(settings: Settings) -> StoreOptions:
+    from reverie.settings import config_from
+    from reverie.storage.base import StoreOptions
+
     return config_from(StoreOptions, settings.store)
 
 
@@ -45,6 +49,8 @@ def _shown(url: str) -> str:
 
 @contextmanager
 def _opened(url: str, options: StoreOptions, mode: OpenMode = "rw") -> Iterator[Store]:
+    from reverie.storage import open_store
+
     try:
         store = open_store(url, now=SystemClock().now(), options=options, mode=mode)
     except ReverieError as exc:
@@ -65,6 +71,11 @@ def copy(
 ) -> None:
     """Copy a whole store into a new, empty store of either backend (SQLite <-> PostgreSQL), keeping ids,
     versions, timestamps and vectors. One transaction: all or nothing; a non-empty destination is refused."""
+    from rich.progress import Progress, TaskID
+    from rich.table import Table
+
+    from reverie.storage import portable, store_exists, store_url
+
     options = _options(_settings(ctx))
     src_url, dst_url = store_url(source), store_url(destination)
     if not store_exists(src_url):
@@ -103,6 +114,8 @@ def migrate(
 ) -> None:
     """Apply the pending schema migrations (opening a store does it too) and list them; --dry-run only lists
     what would run."""
+    from reverie.storage import pending_migrations, store_url
+
     settings = _settings(ctx)
     url = store_url(store) if store else settings.store.url or store_url(settings.home)
     try:

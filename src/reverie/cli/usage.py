@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, date, datetime, time, timedelta
+from typing import TYPE_CHECKING
 
 import typer
 
 from reverie.cli.common import JsonOption, console, emit_json, engine, fail
 from reverie.errors import ValidationError
-from reverie.types import UsageSummary
-from reverie.usage import report as usage_report
+
+if TYPE_CHECKING:
+    from reverie.types import UsageSummary
 
 FromOption = typer.Option(None, "--from", help="First day (YYYY-MM-DD, UTC) or an ISO 8601 time.")
 ToOption = typer.Option(None, "--to", help="Last day, inclusive (YYYY-MM-DD, UTC), or an ISO 8601 time.")
@@ -41,6 +43,8 @@ def parse_bound(value: str | None, *, end: bool, name: str) -> datetime | None:
 
 
 def _print_table(summaries: list[UsageSummary]) -> None:
+    from reverie.usage import report as usage_report
+
     if not summaries:
         console.print("no LLM calls in this period", markup=False)
         return
@@ -64,6 +68,8 @@ def usage(
     as_json: bool = JsonOption,
 ) -> None:
     """LLM calls, failures, tokens and cost per agent and provider/model (every call when no dates)."""
+    from reverie.usage import report as usage_report
+
     try:
         since, until = parse_bound(from_, end=False, name="from"), parse_bound(to, end=True, name="to")
     except ValidationError as exc:
@@ -85,6 +91,8 @@ def cost(
     calls: bool = typer.Option(False, "--calls", help="CSV with one line per call (implies --csv)."),
 ) -> None:
     """Cost over a period per agent and provider/model, as a table or CSV (an export for accounting)."""
+    from reverie.usage import report as usage_report
+
     try:
         since, until = parse_bound(from_, end=False, name="from"), parse_bound(to, end=True, name="to")
     except ValidationError as exc:

@@ -14,11 +14,12 @@ The flow, step by step:
    turns; then the incoming message.
 
 Invariants:
-- Reads only (but proactive memory counts an access of what it retrieves, and may run its hourly decay
-  sweep); the one state is the delta filter (which entries each session was given), kept in the store
-  (``Store.injected``) so it holds across every process serving the session, updated only for entries that
-  made it into the returned context, and cleared when the session starts afresh (``forget_session``). Two
-  builds of one session at the same instant may both give an entry; a session's turns come one at a time.
+- Reads only: proactive memory counts an access of what it retrieves in memory, written in batches, and its
+  decay sweep is the dream's (a build never scans an agent's entries). The one state is the delta filter
+  (which entries each session was given), kept in the store (``Store.injected``) so it holds across every
+  process serving the session, updated only for entries that made it into the returned context, and cleared
+  when the session starts afresh (``forget_session``). Two builds of one session at the same instant may both
+  give an entry; a session's turns come one at a time.
 - Every block of recalled text (recalled entries, proactive memories, the working-memory listings, the
   compaction summary, the out-of-window quotes) is framed as data by ``core.framing``: a notice that it is
   stored record, not instructions, between fences its text cannot forge; inside, recalled text is

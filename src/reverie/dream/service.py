@@ -423,6 +423,7 @@ class DreamService(BackgroundService):
     def _passes(self, agent: str, trigger: str, record: DreamRun, out: dict[str, PassReport]) -> str:
         """Run every pass; returns the phase the run ends in."""
         checkpoint = self._checkpoint(agent, record.run_id, trigger, record.started_at)
+        shared: dict[str, Any] = {}  # the run's shared reads (``PassContext.once``): the conversation log, once
         failed = False
         for position, dream_pass in enumerate(self.passes):
             missing = dream_pass.needs - self.capabilities
@@ -432,6 +433,7 @@ class DreamService(BackgroundService):
                 continue
             ctx = self._context(agent, record.run_id, dream_pass.name, checkpoint)
             ctx.trigger = trigger
+            ctx.shared = shared
             ctx.progress = self._progress(record, out, ctx.report, f"{position}/{len(self.passes)} passes")
             try:
                 checkpoint()

@@ -9,8 +9,10 @@ Invariants every provider keeps:
 
 Queries and stored texts: ``embed`` embeds what is stored (and what is compared with stored texts as their
 peer). A model trained to embed a search query differently (e5's ``"query: "`` and ``"passage: "``
-prefixes) also has ``embed_queries`` (``QueryEmbedder``); callers embedding a *search query* go through
-``embed_queries(embedder, texts)``, which is ``embed`` for every other model.
+prefixes), or an embedder that runs a query differently for speed (the bundled MiniLM: on a session tuned
+for one text's latency, giving the same vectors), also has ``embed_queries`` (``QueryEmbedder``); callers
+embedding a *search query* go through ``embed_queries(embedder, texts)``, which is ``embed`` for every other
+model.
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class QueryEmbedder(Protocol):
-    """An embedder whose model embeds search queries differently from the texts searched (asymmetric
-    retrieval). Only this method is checked at run time: ``isinstance`` on a protocol with properties would
+    """An embedder that embeds search queries differently from the texts searched: by its model (asymmetric
+    retrieval, e5) or only by how it runs them (MiniLM's low-latency query session). Only this method is
+    checked at run time: ``isinstance`` on a protocol with properties would
     evaluate them (``OpenAIEmbedder.dim`` probes its server)."""
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:

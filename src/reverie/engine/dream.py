@@ -1,7 +1,8 @@
 """The dream passes ``[dream]`` enables, in the order they run, built from an open engine's services. Called by
 the composition root (``engine/root.py``) only.
 
-The order (seed 001's, extended): log retention, archive purge, importance decay, (cold rewrite,) forget sweep;
+The order (seed 001's, extended): log retention, archive purge, importance decay, (cold rewrite,) forget sweep,
+proactive memory's decay sweep;
 the passes that mint facts from the logs (memory mining, episode extraction, tool-success learning), so the next
 consolidation sees what they wrote; memory consolidation (with anti-pattern mining); the knowledge graph's pass;
 the skill passes (gap detection, consolidation, optimisation); execution-failure analysis; preference inference,
@@ -10,7 +11,8 @@ the last reader of the conversation log (it clears the agent's log); the agent's
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from reverie.conversation.service import ConversationMemory
 from reverie.dream.passes.base import DreamPass
@@ -20,18 +22,32 @@ from reverie.dream.passes.conversation import conversation_passes
 from reverie.dream.passes.curation import AgentCurationPass
 from reverie.dream.passes.execution_failures import ExecutionFailuresPass
 from reverie.dream.passes.graph import GraphConsolidationPass
-from reverie.dream.passes.maintenance import ArchivePurgePass, DecayPass, ForgetPass, LogRetentionPass
+from reverie.dream.passes.maintenance import (
+    ArchivePurgePass,
+    DecayPass,
+    ForgetPass,
+    LogRetentionPass,
+    ProactiveSweepPass,
+)
 from reverie.dream.passes.preferences import corrections_since, feedback_lines
 from reverie.dream.passes.skill_passes import skill_passes
 from reverie.dream.passes.tool_success import ToolSuccessPass
 from reverie.engine import configs as service_configs
 from reverie.logs import JsonlFile, PrunableLog, RetentionPolicy
 from reverie.memory.aging import Aging
+from reverie.proactive.service import ProactiveMemory
 from reverie.settings import Settings, config_from
 from reverie.skills.activity_logs import ExecutionLog
-from reverie.tools.dream import DreamToolRunner
-from reverie.tools.services import ToolServices
 from reverie.types import MemoryEntry
+
+if TYPE_CHECKING:
+    from reverie.dream.passes.curation import ToolDescription, ToolOutcome
+    from reverie.tools.dream import DreamToolRunner
+    from reverie.tools.services import ToolServices
+else:  # the tools package (its registry imports jsonschema) loads with the first dream that calls a tool
+
+    class ToolServices(Protocol):
+        pass
 
 
 class Services(ToolServices, Protocol):
@@ -50,6 +66,9 @@ class Services(ToolServices, Protocol):
 
     @property
     def aging(self) -> Aging: ...
+
+    @property
+    def proactive(self) -> ProactiveMemory: ...
 
     @property
     def dream_log(self) -> JsonlFile: ...
@@ -103,12 +122,35 @@ def dream_passes(rv: Services) -> list[DreamPass]:
     # Last: the agent curates what the deterministic passes left. Always listed; its own gates (both
     # auto_dream switches off by default) skip it and say why.
     curation = service_configs.curation_config(rv.settings)
-    passes.append(AgentCurationPass(curation, DreamToolRunner(rv), dream_log=rv.dream_log))
+    passes.append(AgentCurationPass(curation, _ToolsOnFirstUse(rv), dream_log=rv.dream_log))
     return passes
 
 
+class _ToolsOnFirstUse:
+    """The agent tools for the curation pass, imported and built when it first calls them: an engine that
+    never dreams with tools (a one-shot command) does not import the tool registry."""
+
+    def __init__(self, rv: Services) -> None:
+        self._rv = rv
+        self._runner: DreamToolRunner | None = None
+
+    def _tools(self) -> DreamToolRunner:
+        if self._runner is None:
+            from reverie.tools.dream import DreamToolRunner
+
+            self._runner = DreamToolRunner(self._rv)
+        return self._runner
+
+    def describe(self, agent_id: str) -> Sequence[ToolDescription]:
+        return self._tools().describe(agent_id)
+
+    def call(self, agent_id: str, name: str, arguments: object) -> ToolOutcome:
+        return self._tools().call(agent_id, name, arguments)
+
+
 def _upkeep(rv: Services) -> list[DreamPass]:
-    """The passes that need no LLM (cold rewrite aside): log retention, purge, decay, cold rewrite, forget."""
+    """The passes that need no LLM (cold rewrite aside): log retention, purge, decay, cold rewrite, forget, and
+    proactive memory's decay sweep."""
     d = rv.settings.dream
     passes: list[DreamPass] = []
     if d.log_retention_enabled:
@@ -121,4 +163,5 @@ def _upkeep(rv: Services) -> list[DreamPass]:
         passes.append(ColdRewritePass(rv.aging, max_clusters_per_run=d.max_clusters_per_run, similarity=similarity))
     if d.forget_enabled:
         passes.append(ForgetPass(rv.aging))
+    passes.append(ProactiveSweepPass(rv.proactive))  # proactive memory's decay: a scan, kept off the context build
     return passes

@@ -223,7 +223,8 @@ class Reverie:
         self.register_log(self.conversation_log)
         self.executions = ExecutionLog(StoredLog(self.store.logs, "executions"), self.clock)
         self.register_log(self.executions.log)
-        self.tool_calls = ToolCallLog(StoredLog(self.store.logs, "tool-calls"), self.clock)
+        flush = settings.skills.tool_call_log_flush_ms / 1000  # group commit: one fsync per interval, not per call
+        self.tool_calls = ToolCallLog(StoredLog(self.store.logs, "tool-calls", flush_seconds=flush), self.clock)
         self.register_log(self.tool_calls.log)
         if writable:
             import_legacy(settings.home / "logs", self.store, now=self.clock.now())  # older versions' JSONL, once
@@ -471,9 +472,11 @@ class Reverie:
         self.recall.close()
         if self._vector_backend is not None:
             self._vector_backend.close()
+        self.tool_calls.log.close()  # the tool calls waiting for their group commit (a refused batch is logged)
         try:
             if not self.store.read_only:
                 self.aging.flush_reads()  # reads noted since the last flush keep their entries warm
+                self.proactive.flush_accesses()  # so do proactive memory's accesses
         except ReverieError as exc:  # a store that cannot be written now must still close
             log.warning("could not record recent reads: %s", exc)
         self.store.close()

@@ -38,17 +38,17 @@ from reverie.core.proactive import writer_of
 from reverie.errors import NotFound, StorageError, ValidationError
 from reverie.storage.base import Store
 from reverie.types import ApiKey, MemoryEntry, is_user_agent
+from reverie.types.keys import ADMIN as ADMIN
+from reverie.types.keys import AGENT_SCOPES as AGENT_SCOPES
 from reverie.types.keys import ANY_USER
+from reverie.types.keys import MEMORY_READ as MEMORY_READ
+from reverie.types.keys import MEMORY_WRITE as MEMORY_WRITE
+from reverie.types.keys import SCOPES as SCOPES
 from reverie.views.plain import iso_z, iso_z_or_none
 
 log = logging.getLogger("reverie.keys.service")
 
-# The capability scopes, the one list of them (seed 004): a key carries some, a tool and a route need one.
-MEMORY_READ = "memory_read"
-MEMORY_WRITE = "memory_write"
-ADMIN = "admin"
-SCOPES = (MEMORY_READ, MEMORY_WRITE, ADMIN)
-AGENT_SCOPES = (MEMORY_READ, MEMORY_WRITE)  # what a key bound to one agent may carry (and gets by default)
+# The capability scopes (MEMORY_READ, MEMORY_WRITE, ADMIN, SCOPES, AGENT_SCOPES) are values: reverie.types.keys.
 MAX_USERS = 1000  # user ids one key may be bound to; more is a deployment for ``*`` or an admin key
 SECRET_PREFIX = "rv_"
 TOUCH_INTERVAL = timedelta(minutes=1)

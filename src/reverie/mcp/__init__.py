@@ -11,10 +11,54 @@ Invariants:
 
 This package is ``reverie.mcp``; the SDK is the top-level ``mcp``. Every import here is absolute, so
 ``import mcp`` always means the SDK.
+
+Each name loads its module on first access (PEP 562 ``__getattr__``): the stdio server (``reverie.mcp.server``)
+does not pay for the HTTP transport (Starlette, uvicorn, the SDK's auth), nor the HTTP transport for stdio.
 """
 
-from reverie.api.serving import is_loopback
-from reverie.mcp.http import KeyAuth, http_app, http_caller, serve_http
-from reverie.mcp.server import Caller, ToolServer, serve_stdio
+from __future__ import annotations
 
-__all__ = ["Caller", "KeyAuth", "ToolServer", "http_app", "http_caller", "is_loopback", "serve_http", "serve_stdio"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reverie.api.serving import is_loopback
+    from reverie.mcp.http import KeyAuth, http_app, http_caller, serve_http
+    from reverie.mcp.server import Caller, Opening, ToolServer, serve_stdio
+
+_LAZY = {
+    "is_loopback": "reverie.api.serving",
+    "KeyAuth": "reverie.mcp.http",
+    "http_app": "reverie.mcp.http",
+    "http_caller": "reverie.mcp.http",
+    "serve_http": "reverie.mcp.http",
+    "Caller": "reverie.mcp.server",
+    "Opening": "reverie.mcp.server",
+    "ToolServer": "reverie.mcp.server",
+    "serve_stdio": "reverie.mcp.server",
+}
+
+__all__ = [
+    "Caller",
+    "KeyAuth",
+    "Opening",
+    "ToolServer",
+    "http_app",
+    "http_caller",
+    "is_loopback",
+    "serve_http",
+    "serve_stdio",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'reverie.mcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
@@ -95,11 +96,18 @@ def http_app(tools: ToolServer, keys: ApiKeys, default_agent: str, *, auth: bool
     return KeyAuth(app, keys, default_agent, auth=auth)
 
 
-def serve_http(app: ASGIApp, host: str, port: int) -> bool:
+def serve_http(app: ASGIApp, host: str, port: int, *, on_started: Callable[[], object] | None = None) -> bool:
     """Serve ``app`` until SIGINT / SIGTERM, then shut down gracefully and return; False when it could not
-    start (the port taken: uvicorn has logged why). Logs go through ``logging``, none to stdout."""
+    start (the port taken: uvicorn has logged why). Logs go through ``logging``, none to stdout.
+    ``on_started`` runs once it listens (the engine's warm-up)."""
     return serve_until_signalled(
-        app, host=host, port=port, thread_name="reverie-mcp-http", log_config=None, access_log=False
+        app,
+        host=host,
+        port=port,
+        thread_name="reverie-mcp-http",
+        on_started=on_started,
+        log_config=None,
+        access_log=False,
     )
 
 

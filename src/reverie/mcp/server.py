@@ -4,14 +4,20 @@ stdio transport.
 The SDK's low-level ``Server`` takes one handler per method; both handlers here ask ``identify`` who the
 request is for, then the registry. The registry and the engine are synchronous (SQLite), so every call runs
 in a worker thread and the event loop keeps serving other requests meanwhile.
+
+Start-up: over stdio the server answers ``initialize`` before the engine is open. ``ToolServer.deferred`` takes
+an ``Opening`` that another thread fills once the store is open and the registry built; a request that comes
+first waits for it in its worker thread. The tool registry (jsonschema, every service) is imported by that
+thread, not by this module.
 """
 
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -21,10 +27,11 @@ from mcp.server.stdio import stdio_server
 
 from reverie import __version__
 from reverie.core.text import preview
-from reverie.keys.service import ApiKeys
-from reverie.tools import ToolContext, ToolRegistry, ToolResult, ToolSpec
-from reverie.tools.base import error_result
 from reverie.types import ApiKey
+
+if TYPE_CHECKING:
+    from reverie.keys.service import ApiKeys
+    from reverie.tools import ToolRegistry, ToolResult, ToolSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +44,25 @@ class Caller:
 
 
 Identify = Callable[[ServerRequestContext[Any, Any]], Caller]
+Parts = Callable[[], "tuple[ToolRegistry, ApiKeys]"]
+
+
+class Opening:
+    """The registry and the keys of an engine another thread is opening: ``get`` waits for them. (An opening
+    that fails ends the process: ``reverie mcp`` reports it on stderr and exits.)"""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._parts: tuple[ToolRegistry, ApiKeys] | None = None
+
+    def open(self, registry: ToolRegistry, keys: ApiKeys) -> None:
+        self._parts = (registry, keys)
+        self._done.set()
+
+    def get(self) -> tuple[ToolRegistry, ApiKeys]:
+        self._done.wait()
+        assert self._parts is not None  # set before the event
+        return self._parts
 
 
 class ToolServer:
@@ -47,8 +73,17 @@ class ToolServer:
     """
 
     def __init__(self, registry: ToolRegistry, keys: ApiKeys, identify: Identify) -> None:
-        self._registry = registry
-        self._keys = keys
+        self._setup(lambda: (registry, keys), identify)
+
+    @classmethod
+    def deferred(cls, opening: Opening, identify: Identify) -> ToolServer:
+        """A server that answers before the engine is open: each request first waits for ``opening``."""
+        tools = cls.__new__(cls)
+        tools._setup(opening.get, identify)
+        return tools
+
+    def _setup(self, parts: Parts, identify: Identify) -> None:
+        self._parts = parts
         self._identify = identify
         self.server: Server[Any] = Server(
             "reverie",
@@ -61,25 +96,33 @@ class ToolServer:
 
     def specs(self, caller: Caller) -> list[ToolSpec]:
         """The tools ``caller`` may call: the registry's for its agent, less those its key does not allow."""
-        return [s for s in self._registry.specs(caller.agent_id) if self._allows(caller, s)]
+        registry, _ = self._parts()
+        return [s for s in registry.specs(caller.agent_id) if self._allows(caller, s)]
 
     def call(self, caller: Caller, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Run one tool for ``caller``. Never raises for what a client sends: a refusal, bad arguments and a
         failure alike are an ``isError`` result (the registry's guarantee, plus the key's refusals)."""
+        from reverie.tools import ToolContext
+
+        registry, _ = self._parts()
         refused = self._refusal(caller, name)
         if refused is not None:
             return _result(refused)
-        return _result(self._registry.call(name, arguments, ToolContext(agent_id=caller.agent_id)))
+        return _result(registry.call(name, arguments, ToolContext(agent_id=caller.agent_id)))
 
     def _allows(self, caller: Caller, spec: ToolSpec) -> bool:
-        return caller.key is None or self._keys.allows(caller.key, spec.scope, caller.agent_id)
+        _, keys = self._parts()
+        return caller.key is None or keys.allows(caller.key, spec.scope, caller.agent_id)
 
     def _refusal(self, caller: Caller, name: str) -> ToolResult | None:
         """The key's refusal of ``name``, or None. A keyless caller is never refused here: the registry
         answers unknown and withheld tools itself. A key may call only what its list could show."""
+        from reverie.tools.base import error_result
+
         if caller.key is None:
             return None
-        spec = self._registry.spec(name)
+        registry, _ = self._parts()
+        spec = registry.spec(name)
         if spec is None:
             allowed = ", ".join(s.name for s in self.specs(caller))
             return error_result(f"unknown tool {preview(name, 80)!r}; the tools are: {allowed}", kind="unknown_tool")
@@ -116,12 +159,15 @@ def _result(result: ToolResult) -> types.CallToolResult:
     )
 
 
-async def serve_stdio(server: Server[Any]) -> None:
+async def serve_stdio(server: Server[Any], *, on_started: Callable[[], object] | None = None) -> None:
     """Serve one client on this process's stdin and stdout until it closes stdin, or SIGTERM / SIGINT.
-    A tool call in progress finishes first (its thread is not abandoned), so the engine closes cleanly."""
+    A tool call in progress finishes first (its thread is not abandoned), so the engine closes cleanly.
+    ``on_started`` is called once the transport is up (the engine's opening starts there)."""
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(_cancel_on_signal, tasks.cancel_scope)
         async with stdio_server() as (read_stream, write_stream):
+            if on_started is not None:
+                on_started()
             await server.run(read_stream, write_stream, server.create_initialization_options())
         tasks.cancel_scope.cancel()
 

@@ -23,7 +23,9 @@ Invariants:
 - Everything but user_memory is strictly per agent: ``auto_retrieve`` for (agent A, user U, session S) sees
   A's entries visible to that scope and U's user memory, never another agent's, never another user's.
 - Every public method validates its input first; one memory's save (entry, bookkeeping, key-value copy) is
-  one transaction; nothing is deleted (the cap and consolidation archive, ``memory.proactive_upkeep``).
+  one transaction; nothing is deleted (the cap and consolidation archive, ``proactive.upkeep``).
+- ``auto_retrieve`` (the per-turn context) reads only: the accesses it counts are written in batches
+  (``proactive.access``), and the decay sweep runs in the dream's maintenance (or ``sweep``), never in it.
 - ``auto_memorize`` makes at most one LLM call; a malformed answer saves nothing and says why (``error``);
   a failing LLM raises ``LLMError`` and saves nothing.
 """
@@ -65,9 +67,9 @@ from reverie.kv.service import KvMemory
 from reverie.llm.base import LLM, MALFORMED_ANSWER, Message
 from reverie.llm.usage import agent_context
 from reverie.memory.longterm import LongTermMemory
+from reverie.proactive.access import AccessBatch
 from reverie.proactive.turns import PendingTurn, TurnMemorizer
 from reverie.proactive.upkeep import (
-    CALLS_KEY,
     KV_PREFIX,
     KV_SOURCE,
     ConsolidationReport,
@@ -176,7 +178,8 @@ class ProactiveMemory:
         self._graph = graph
         self._on_read = on_read or (lambda _ids: None)
         self._floors = dict(self.config.agent_min_similarity)
-        self.upkeep = ProactiveUpkeep(store, clock, kv, self.config.upkeep, embedder=recall.embedder)
+        self.upkeep = ProactiveUpkeep(store, clock, kv, self.config.upkeep, embedder=recall.embedder, recall=recall)
+        self._accesses = AccessBatch(store, clock, self.config.upkeep.confidence_decay_rate)
         self.turns: TurnMemorizer | None = None
         if llm is not None:
             self.turns = TurnMemorizer(self._memorize_turn, busy=lambda: llm.busy)
@@ -266,7 +269,8 @@ class ProactiveMemory:
         self, found: Sequence[Proposed], scope: Scope, method: str, *, dropped: int = 0, error: str | None = None
     ) -> MemorizeResult:
         """Save ``found`` in ``scope`` (each in its own transaction: a refused one costs only itself), then the
-        cap, the call count and, every ``consolidate_every`` calls, the auto-consolidation."""
+        cap and, when something new was saved, the call count and, every ``consolidate_every`` such calls,
+        the auto-consolidation of what they saved (``ProactiveUpkeep.consolidate_fresh``)."""
         saved: list[Remembered] = []
         for proposed in found:
             try:
@@ -278,18 +282,12 @@ class ProactiveMemory:
         user = scope.user_id if any(r.kind == USER and r.outcome == "created" for r in saved) else None
         evicted = self.upkeep.enforce_cap(scope.agent_id, user, created=created)
         consolidation = None
-        if self._count_call(scope.agent_id) % self.config.consolidate_every == 0:
-            consolidation = self.upkeep.consolidate(scope.agent_id, user_id=scope.user_id)
+        # A reinforcement changes no text: only a call that saved something new can have made a duplicate.
+        fresh = [r.entry for r in saved if r.outcome != "reinforced"]
+        due = self.upkeep.note_saving_call(scope.agent_id, fresh, self.config.consolidate_every) if fresh else None
+        if due is not None:
+            consolidation = self.upkeep.consolidate_fresh(scope.agent_id, due, user_id=scope.user_id)
         return MemorizeResult(tuple(saved), method, dropped, error, tuple(evicted), consolidation)
-
-    def _count_call(self, agent_id: str) -> int:
-        key = CALLS_KEY + agent_id
-        try:
-            calls = int(self._store.meta.get(key) or 0) + 1
-        except ValueError:
-            calls = 1
-        self._store.meta.set(key, str(calls))
-        return calls
 
     def _save(self, proposed: Proposed, scope: Scope) -> Remembered:
         """One memory: the entry through the save pipeline, its bookkeeping, its key-value copy."""
@@ -420,14 +418,13 @@ class ProactiveMemory:
         reciprocal rank (each search's scores are normalised over its own candidates, so scores of the two
         are not comparable; ranks are). An empty query gives the most recent ones. With an embedder and a
         floor (``min_similarity``, else the agent's, else the deployment's), a memory whose cosine similarity
-        is below it is not returned at all; without an embedder the floor is inert. Runs the agent's decay
-        sweep first when due; counts an access of every memory returned (its ``access_count`` and
-        ``accessed_at``, its confidence recomputed)."""
+        is below it is not returned at all; without an embedder the floor is inert. Counts an access of every
+        memory returned (its ``access_count`` and ``accessed_at``, its confidence recomputed: the hits show it,
+        the store has it after the next ``flush_accesses``). Reads only: the decay sweep is the dream's."""
         clean = validate.scope(scope)
         text = validate.query(query)
         count = validate.limit(self.config.retrieve_limit if limit is None else limit, maximum=100)
         floor = None if min_similarity is None else validate.unit_interval(min_similarity, name="min_similarity")
-        self.upkeep.sweep(clean.agent_id)
         floor = self._floor(clean.agent_id, floor)
         rankings = [self._search(text, clean, count, floor)]
         if clean.user_id is not None:
@@ -435,7 +432,8 @@ class ProactiveMemory:
             rankings.append(self._search(text, shared, count, floor))
         hits = {h.entry.id: h for ranking in rankings for h in ranking}
         fused = reciprocal_rank_fusion([[h.entry.id for h in r] for r in rankings])[:count]
-        touched = self._touch([hits[i].entry for i, _ in fused])
+        chosen = [hits[i].entry for i, _ in fused]
+        touched = {} if self._store.read_only else self._accesses.note(chosen)  # nothing can be counted there
         self._on_read([i for i, _ in fused])
         out = [SearchHit(touched.get(i, hits[i].entry), score, hits[i].matched_by) for i, score in fused]
         return SearchResults(out, mode="proactive")
@@ -468,26 +466,10 @@ class ProactiveMemory:
             hits = [h for h in hits if "vector" in h.matched_by]
         return hits[:limit]
 
-    def _touch(self, entries: Sequence[MemoryEntry]) -> dict[str, MemoryEntry]:
-        """Count an access of each entry (one transaction, no version rows); returns them as written."""
-        now = self._clock.now()
-        rate = self.config.upkeep.confidence_decay_rate
-        out: dict[str, MemoryEntry] = {}
-        with self._store.transaction():
-            for seen in entries:
-                current = self._store.facts.get(seen.id, seen.scope)
-                state = None if current is None else state_of(current.metadata)
-                if current is None or state is None:
-                    continue
-                state = replace(state, access_count=state.access_count + 1, accessed_at=now)
-                touched = replace(
-                    current,
-                    confidence=current_confidence(state, now, rate),
-                    metadata={**current.metadata, META: state.as_metadata()},
-                )
-                self._store.facts.write(touched, change=Change.HOUSEKEEPING, at=now)
-                out[touched.id] = touched
-        return out
+    def flush_accesses(self) -> int:
+        """Write the accesses ``auto_retrieve`` counted since the last flush, in one transaction; returns how
+        many memories were updated (``proactive.access``: also on its own when many wait, and at close)."""
+        return self._accesses.flush()
 
     # -- browse, forget, upkeep --------------------------------------------------------------------------------
     def list(
@@ -504,6 +486,7 @@ class ProactiveMemory:
         clean = validate.scope(scope)
         wanted = validate.category_prefix(category)
         count = validate.limit(limit, maximum=MAX_LIST)
+        self._flush_waiting()
         now = self._clock.now()
         found = [e for e in self.upkeep.live_entries(clean.agent_id, now) if clean.sees(e.scope)]
         if include_user and clean.user_id is not None:
@@ -519,6 +502,7 @@ class ProactiveMemory:
         user = validate.identifier(user_id, name="user_id")
         wanted = validate.category_prefix(category)
         count = validate.limit(limit, maximum=MAX_LIST)
+        self._flush_waiting()
         found = self.upkeep.user_entries(user, self._clock.now())
         if wanted is not None:
             found = [e for e in found if e.category == wanted or e.category.startswith(wanted + "/")]
@@ -530,6 +514,7 @@ class ProactiveMemory:
         id. (The HTTP API reads it first: an agent key may archive only the user memories its agent wrote.)"""
         clean = validate.scope(scope)
         clean_id = validate.identifier(entry_id, name="id")
+        self._flush_waiting()
         entry = self._store.facts.get(clean_id, clean)
         if entry is None and clean.user_id is not None:
             entry = self._store.facts.get(clean_id, Scope(agent_id=user_agent(clean.user_id), user_id=clean.user_id))
@@ -547,15 +532,25 @@ class ProactiveMemory:
             return self.upkeep.retire(entry, self._clock.now())
 
     def sweep(self, agent_id: str, *, force: bool = True) -> SweepReport:
-        """Run the agent's decay sweep now (``force=False``: only when due, as ``auto_retrieve`` does)."""
-        return self.upkeep.sweep(validate.agent_id(agent_id), force=_flag(force, "force"))
+        """Run the agent's decay sweep now (``force=False``: only when due, as the dream's maintenance does),
+        from the accesses counted so far."""
+        agent, forced = validate.agent_id(agent_id), _flag(force, "force")
+        self._flush_waiting()
+        return self.upkeep.sweep(agent, force=forced)
 
     def consolidate(self, agent_id: str, *, user_id: str | None = None, full: bool = True) -> ConsolidationReport:
         """Merge duplicate proactive memories of the agent (and of ``user_id``'s user-level memory) now: the
         whole history with ``full`` (the default here), else the most recent ``consolidate_window``."""
         agent = validate.agent_id(agent_id)
         user = None if user_id is None else validate.identifier(user_id, name="user_id")
-        return self.upkeep.consolidate(agent, user_id=user, full=_flag(full, "full"))
+        whole = _flag(full, "full")
+        self._flush_waiting()
+        return self.upkeep.consolidate(agent, user_id=user, full=whole)
+
+    def _flush_waiting(self) -> None:
+        """Write the waiting accesses before the memories are listed, swept or merged."""
+        if self._accesses.pending:
+            self._accesses.flush()
 
     def start(self) -> None:
         """Start the background memorizing of turns (with an LLM)."""

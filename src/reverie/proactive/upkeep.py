@@ -9,14 +9,17 @@ Invariants:
 - Only proactive entries (tag ``proactive``) are ever touched, and a consolidation only merges entries of
   one exact scope (agent, user, session): it never widens or narrows who sees a fact. In user-level memory it
   merges only entries of one writer (``metadata.writtenBy``): never one agent's entry into another's.
-- The decay sweep of an agent runs at most once per ``decay_sweep_minutes`` (the time of the last one is kept in
-  the store's meta table, so every process shares it); user-level memory (``@user/<id>``) never decays.
+- The decay sweep of an agent runs at most once per ``decay_sweep_minutes`` unless forced (the time of the last
+  one is kept in the store's meta table, so every process shares it); user-level memory (``@user/<id>``) never
+  decays. The dream's maintenance runs it (``dream.passes.maintenance.ProactiveSweepPass``), and so do explicit
+  calls (``reverie proactive sweep``); a context build never does.
 
 Cost: an agent's proactive entries are listed by reading all of the agent's entries (the store has no tag
-index). That happens in a sweep (at most hourly), in a consolidation (every ``consolidate_every`` memorize
-calls) and when the agent may be over its cap: a counter in the meta table (``proactive.live.<agent>``)
-bounds the agent's live proactive entries from above, so the scan runs only when the bound passes the cap
-(every creation while the agent sits at its cap). User-level memory is read per user through the index.
+index). That happens in a sweep (in a dream, at most every ``decay_sweep_minutes``), in a manual consolidation
+and when the agent may be over its cap: a counter in the meta table (``proactive.live.<agent>``) bounds the
+agent's live proactive entries from above, so the scan runs only when the bound passes the cap (every creation
+while the agent sits at its cap). The auto-consolidation reads only the entries saved since the last one and
+their nearest neighbours (``proactive.fresh``). User-level memory is read per user through the index.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from reverie.core.proactive import (
     USER,
     Candidate,
     CapRow,
+    Merge,
     current_confidence,
     duplicate_clusters,
     merged_state,
@@ -47,13 +51,15 @@ from reverie.core.proactive import (
 from reverie.embed.base import Embedder
 from reverie.errors import EmbeddingError
 from reverie.kv.service import KvMemory
+from reverie.proactive.fresh import FRESH_KEY, FreshKey, FreshPlanner, read_keys, write_keys
+from reverie.recall.hybrid import HybridSearch
 from reverie.storage.base import FactFilter, Store
 from reverie.types import Change, MemoryEntry, Scope, is_user_agent, user_agent
 
 log = logging.getLogger("reverie.proactive")
 
 SWEPT_KEY = "proactive.swept."  # + agent id: when its decay sweep last ran (ISO 8601)
-CALLS_KEY = "proactive.calls."  # + agent id: auto_memorize calls so far
+CALLS_KEY = "proactive.calls."  # + agent id: memorize calls that saved something new so far
 LIVE_KEY = "proactive.live."  # + agent id: an upper bound of its live proactive entries
 KV_PREFIX = "memory:"
 KV_SOURCE = "proactive"
@@ -127,12 +133,19 @@ class ProactiveUpkeep:
         config: UpkeepConfig | None = None,
         *,
         embedder: Embedder | None = None,
+        recall: HybridSearch | None = None,
     ) -> None:
+        """``recall``: the search whose indexes give the auto-consolidation the new entries' neighbours (None:
+        none are found, and it compares the new entries among themselves)."""
         self._store = store
         self._clock = clock
         self._kv = kv
         self.config = config or UpkeepConfig()
         self._embedder = embedder
+        cfg = self.config
+        self._fresh = FreshPlanner(
+            store, recall, cosine_threshold=cfg.duplicate_cosine, jaccard_threshold=cfg.duplicate_jaccard
+        )
 
     # -- reading -------------------------------------------------------------------------------------------
     def live_entries(self, agent_id: str, now: datetime) -> list[MemoryEntry]:
@@ -213,7 +226,7 @@ class ProactiveUpkeep:
     def note_created(self, agent_id: str, created: int) -> int:
         """Raise the agent's bound of live proactive entries by ``created``; returns the new bound."""
         key = LIVE_KEY + agent_id
-        bound = _int(self._store.meta.get(key)) + created
+        bound = max(0, _int(self._store.meta.get(key)) + created)
         self._store.meta.set(key, str(bound))
         return bound
 
@@ -291,6 +304,8 @@ class ProactiveUpkeep:
             # agent's restatement archive what another agent wrote (docs/operations.md, user memory).
             for writer in sorted({writer_of(e.metadata) or "" for e in window}):
                 merges += self._merge([e for e in window if (writer_of(e.metadata) or "") == writer], vectors, now)
+        if full:  # every entry of the agent (and of the user) was compared: none is new any more
+            self._forget_fresh(agent_id, {agent_id} | ({user_agent(user_id)} if user_id is not None else set()))
         report = ConsolidationReport(agent_id, user_id, full, examined, tuple(merges))
         if merges:
             log.info(
@@ -300,6 +315,43 @@ class ProactiveUpkeep:
                 len(merges),
                 len(report.archived),
             )
+        return report
+
+    def note_saving_call(self, agent_id: str, saved: Sequence[MemoryEntry], every: int) -> list[FreshKey] | None:
+        """Count a memorize call of the agent that saved ``saved`` (something new) and record those entries;
+        on every ``every``-th such call, return every entry recorded since the last time (and forget them):
+        the auto-consolidation is due. One transaction, so processes sharing the store count each call once."""
+        with self._store.transaction():
+            calls = _int(self._store.meta.get(CALLS_KEY + agent_id)) + 1
+            self._store.meta.set(CALLS_KEY + agent_id, str(calls))
+            keys = read_keys(self._store.meta.get(FRESH_KEY + agent_id)) + [FreshKey(e.id, e.scope) for e in saved]
+            due = calls % every == 0
+            self._store.meta.set(FRESH_KEY + agent_id, write_keys([] if due else keys))
+        return keys if due else None
+
+    def _forget_fresh(self, agent_id: str, owners: set[str]) -> None:
+        """Drop the recorded new entries stored under ``owners`` (a full consolidation compared them)."""
+        with self._store.transaction():
+            keys = read_keys(self._store.meta.get(FRESH_KEY + agent_id))
+            self._store.meta.set(FRESH_KEY + agent_id, write_keys([k for k in keys if k.scope.agent_id not in owners]))
+
+    def consolidate_fresh(
+        self, agent_id: str, keys: Sequence[FreshKey], *, user_id: str | None = None
+    ) -> ConsolidationReport:
+        """The auto-consolidation: merge the duplicates the entries ``keys`` name make with each other and
+        with their nearest neighbours (``proactive.fresh``), reading neither every entry nor every vector."""
+        now = self._clock.now()
+        new = [e for e in self._fresh.entries(keys, now) if _live(e, now) and is_proactive(e)]
+        vectors = self._embedded(new)
+        candidates, plan = self._fresh.plan(new, vectors, now, live=lambda e: _live(e, now) and is_proactive(e))
+        merges = self._apply(plan, {e.id: e.scope for e in candidates}, now) if plan else []
+        owners = {e.id: e.scope.agent_id for e in candidates}
+        gone = sum(1 for m in merges for i in m.archived if owners.get(i) == agent_id)
+        if gone:  # the agent's bound of live entries: still an upper bound, a tighter one
+            self.note_created(agent_id, -gone)
+        report = ConsolidationReport(agent_id, user_id, False, len(candidates), tuple(merges))
+        if merges:
+            log.info("proactive auto-consolidation of %s: %d entr(ies) archived", agent_id, len(report.archived))
         return report
 
     def _merge(
@@ -313,7 +365,11 @@ class ProactiveUpkeep:
         )
         if not plan:
             return []
-        scopes = {e.id: e.scope for e in entries}
+        return self._apply(plan, {e.id: e.scope for e in entries}, now)
+
+    def _apply(self, plan: Sequence[Merge], scopes: dict[str, Scope], now: datetime) -> list[MergeDone]:
+        """Carry out ``plan`` in one transaction: each cluster's members archived, superseded by its keeper,
+        whose bookkeeping absorbs theirs; a cluster whose entries changed since they were read is skipped."""
         done: list[MergeDone] = []
         with self._store.transaction():
             for merge in plan:

@@ -29,8 +29,8 @@ so the next search replays it again (both calls are idempotent).
 What the service does not decide: every search answer is untrusted. Ids that are not Reverie ids (12
 lowercase hex characters) and results without a finite numeric score are dropped with a WARNING; the
 rest survive, with scores clamped to [-1, 1]. Unknown ids, ids of other agents or users, archived and
-expired entries are dropped afterwards by hybrid recall, which hydrates candidate ids through
-``store.facts.get_many(ids, filter)`` with the caller's own filter, so a service that ignores the filter
+expired entries are dropped afterwards by hybrid recall, which reads candidate ids through
+``store.facts.candidates(ids, filter)`` with the caller's own filter, so a service that ignores the filter
 cannot widen what a caller sees.
 
 Failures: connection refused, a timeout, a non-2xx status, a body that is not the contract's JSON or is

@@ -2,6 +2,12 @@
 
 The component is generic over what it ranks: long-term memory uses it now; working memory and skills
 reuse it with their own candidate sources. The arithmetic lives in ``core.fusion``.
+
+Invariants:
+- Candidates are read as ``FactCandidate`` rows (id, times, metadata: what ranking reads), each through the
+  caller's filter, which has the last word on scope, archive and expiry; only the hits returned (at most
+  the limit) are read whole, through the same filter. A search reads a few hundred candidates and returns
+  ten: a whole entry costs several times a candidate row (issue 21).
 """
 
 from __future__ import annotations
@@ -25,23 +31,27 @@ from reverie.embed.base import Embedder, Vectors, embed_queries
 from reverie.errors import EmbeddingError
 from reverie.recall.index import VectorIndex, VectorSearch
 from reverie.recall.lexical import LexicalIndex
-from reverie.storage.base import FactFilter, Store
+from reverie.runtime.coalesce import Coalescer
+from reverie.storage.base import FactCandidate, FactFilter, Store
 from reverie.types import HitEvidence, MemoryEntry, SearchHit, SearchResults
 
 log = logging.getLogger("reverie.recall")
 MODES = ("auto", "bm25", "vector", "hybrid")
 LEXICAL_SOURCES = ("memory", "fts")
 # Vector candidates fetched per wanted candidate: other users' and sessions', archived and expired entries
-# are only filtered out when hydrated, so ask the index for more than we keep.
+# are only filtered out when read through the filter, so ask the index for more than we keep.
 VECTOR_OVERFETCH = 2
 # BM25 candidates from the in-memory index beyond those kept: it cannot see expiry, so a few of its
-# candidates may be dropped when hydrated.
+# candidates may be dropped when read through the filter.
 LEXICAL_OVERFETCH = 1.2
 # Full semantic evidence is this far above the floor unless the model says otherwise (MiniLM: 0.25 + 0.35).
 STRONG_ABOVE_FLOOR = 0.35
 # Full lexical evidence: an entry scoring this share of the query's summed idf (an average-length entry
 # holding half the query's weight). Measured on LoCoMo: 0.5 ranks within 0.003 of per-query max scaling.
 IDEAL_SHARE = 0.5
+# What ranking reads of a candidate: a ``FactCandidate`` row, or a whole entry when a read gave one (the
+# store's full-text search); both have the id, the times and the metadata.
+Ranked = MemoryEntry | FactCandidate
 _EARLIEST = datetime(1, 1, 2, tzinfo=UTC)  # an open period's side, a day inside datetime's range
 _LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 # The candidate lists fetched inside a ``HybridSearch.shared_candidates`` block, by signal, text and filter
@@ -92,16 +102,19 @@ class _Signal:
     through, their entries, and notes; ``scores`` None when no vector signal could be had."""
 
     scores: dict[str, float] | None
-    entries: dict[str, MemoryEntry] = field(default_factory=dict)
+    entries: dict[str, Ranked] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     complete: bool = False  # every vector of the agent was scored: an entry missing from ``scores`` has none
 
 
 class QueryEmbeddings:
-    """A small LRU of query vectors: agents repeat queries, and embedding is the slow part of a search."""
+    """A small LRU of query vectors: agents repeat queries, and embedding is the slow part of a search.
+    Queries missing from it at the same time (concurrent searches) are embedded together, one model run for
+    all (``runtime.coalesce``)."""
 
     def __init__(self, embedder: Embedder, size: int) -> None:
         self._embedder = embedder
+        self._embed: Coalescer[str, Vectors] = Coalescer(lambda queries: list(embed_queries(embedder, queries)))
         self._size = size
         self._cache: OrderedDict[str, Vectors] = OrderedDict()
         self._lock = threading.Lock()
@@ -112,7 +125,7 @@ class QueryEmbeddings:
             if hit is not None:
                 self._cache.move_to_end(query)
                 return hit
-        vector: Vectors = embed_queries(self._embedder, [query])[0]
+        vector: Vectors = self._embed(query)
         with self._lock:
             self._cache[query] = vector
             while len(self._cache) > self._size:
@@ -226,7 +239,7 @@ class HybridSearch:
         return out
 
     def _timed(
-        self, period: timeq.Period | None, query: str, entries: dict[str, MemoryEntry], flt: FactFilter, depth: int
+        self, period: timeq.Period | None, query: str, entries: dict[str, Ranked], flt: FactFilter, depth: int
     ) -> tuple[dict[str, float], set[str]]:
         """How close each candidate's time is to ``period`` (1 inside it, by the weight ranking gives), and which
         candidates were saved or dated inside it, after adding the entries saved or dated inside it to
@@ -235,7 +248,7 @@ class HybridSearch:
             return {}, set()
         first = (period.start or _EARLIEST).date().isoformat()
         last = ((period.end or _LATEST) - timedelta(microseconds=1)).date().isoformat()
-        for entry in self._store.facts.in_period(flt, first, last, depth):
+        for entry in self._store.facts.candidates_in_period(flt, first, last, depth):
             entries.setdefault(entry.id, entry)
         saved = timeq.about_saving(query)
         near = {i: timeq.entry_closeness(e.metadata, e.created_at, period, saved=saved) for i, e in entries.items()}
@@ -248,7 +261,7 @@ class HybridSearch:
         return strong if strong is not None else min(floor + STRONG_ABOVE_FLOOR, 1.0)
 
     def _fused(
-        self, wanted: str, evidence: _Evidence, entries: dict[str, MemoryEntry], flt: FactFilter, limit: int
+        self, wanted: str, evidence: _Evidence, entries: dict[str, Ranked], flt: FactFilter, limit: int
     ) -> list[SearchHit]:
         """Rank by the mode's evidence; hybrid adds what threads and neighbours lend. Only hits with
         evidence of their own, or lent by a neighbour or thread that has some, are returned."""
@@ -284,12 +297,23 @@ class HybridSearch:
         found = {i for i in scores if i in lexical or i in evidence.above_floor or i in evidence.in_period}
         # Evidence of its own, or lent by its thread or a neighbour; a time near (not in) the named one, or a
         # vector candidate below the floor alone in its thread, is noise.
-        kept = {i: v for i, v in scores.items() if i in found or i in lent}
+        kept = fusion.ranked({i: v for i, v in scores.items() if i in found or i in lent}, limit)
+        whole = self._whole([i for i, _ in kept], entries, flt)
         time_weight = self.config.time_weight
         return [
-            SearchHit(entries[i], score, _matched_by(i, evidence, lent), evidence.explain(i, own, score, time_weight))
-            for i, score in fusion.ranked(kept, limit)
+            SearchHit(whole[i], score, _matched_by(i, evidence, lent), evidence.explain(i, own, score, time_weight))
+            for i, score in kept
+            if i in whole
         ]
+
+    def _whole(self, ids: list[str], entries: Mapping[str, Ranked], flt: FactFilter) -> dict[str, MemoryEntry]:
+        """The hits' whole entries, read through the caller's filter (the candidates were ``FactCandidate``
+        rows). A hit another writer archived or moved out of the filter between the two reads is left out."""
+        whole = {i: e for i in ids if isinstance(e := entries[i], MemoryEntry)}
+        missing = [i for i in ids if i not in whole]
+        if missing:
+            whole.update((e.id, e) for e in self._store.facts.get_many(missing, flt))
+        return whole
 
     def _parallel(self, wanted: str, query: str) -> bool:
         """Whether the vector signal goes to a worker: hybrid only (the single signals stay the plain
@@ -316,7 +340,7 @@ class HybridSearch:
         if pool is not None:
             pool.shutdown(wait=True)
 
-    def _lexical(self, query: str, flt: FactFilter, depth: int) -> tuple[list[tuple[MemoryEntry, float]], float | None]:
+    def _lexical(self, query: str, flt: FactFilter, depth: int) -> tuple[list[tuple[Ranked, float]], float | None]:
         """BM25 candidates, best first, and the score of an entry holding enough of the query's weight
         (None when unknown: the store's full-text search). Every entry passed ``flt``."""
         shared = _SHARED.get()
@@ -332,24 +356,24 @@ class HybridSearch:
 
     def _fetch_lexical(
         self, query: str, flt: FactFilter, depth: int
-    ) -> tuple[list[tuple[MemoryEntry, float]], float | None]:
+    ) -> tuple[list[tuple[Ranked, float]], float | None]:
         """From the in-memory index when configured and able to answer ``flt``, else from the store's
         full-text search."""
         self.fetches["lexical"] += 1
         if self.lexical is None or not self.lexical.supports(flt):
             match = text.fts_match(text.query_terms(query))
-            return ([] if match is None else self._store.facts.search(match, flt, depth)), None
+            return ([] if match is None else list(self._store.facts.search(match, flt, depth))), None
         terms = tokens.search_terms(query)
         found = self.lexical.search(flt, terms, int(depth * LEXICAL_OVERFETCH) + 1)
-        hydrated = {entry.id: entry for entry in self._store.facts.get_many([i for i, _ in found], flt)}
-        kept = [(hydrated[i], score) for i, score in found if i in hydrated]
+        passed = {row.id: row for row in self._store.facts.candidates([i for i, _ in found], flt)}
+        kept: list[tuple[Ranked, float]] = [(passed[i], score) for i, score in found if i in passed]
         # The store's order: score, then the most recently reinforced (the index knows no last_seen_at).
         kept.sort(key=lambda pair: (-pair[1], -pair[0].last_seen_at.timestamp()))
         ideal = self.lexical.ideal(flt.scope.agent_id, terms) * IDEAL_SHARE
         return kept[:depth], ideal
 
     def _spread(
-        self, scores: dict[str, float], entries: dict[str, MemoryEntry], flt: FactFilter, limit: int
+        self, scores: dict[str, float], entries: dict[str, Ranked], flt: FactFilter, limit: int
     ) -> dict[str, float]:
         """Share scores along sequences: the turns next to the best candidates join them (fetched from the
         store through the caller's filter), and each candidate takes a share of its best neighbour's score."""
@@ -364,7 +388,7 @@ class HybridSearch:
             key = _sequence_key(entries[entry_id])
             if key is not None:
                 wanted.update({(key[0], key[1] - 1), (key[0], key[1] + 1)} - keys.keys())
-        for entry in self._store.facts.neighbours(sorted(wanted), flt):
+        for entry in self._store.facts.neighbour_candidates(sorted(wanted), flt):
             entries[entry.id] = entry
             key = _sequence_key(entry)
             if key is not None:
@@ -397,7 +421,7 @@ class HybridSearch:
 
     def _nearest(self, query: str, vector: npt.NDArray[np.float32], flt: FactFilter, depth: int) -> _Nearest:
         """The vector candidates (id -> similarity) and the entries among them ``flt`` lets through. Inside
-        a ``shared_candidates`` block the index's answer and its hydrated entries are shared."""
+        a ``shared_candidates`` block the index's answer and its candidate rows are shared."""
         shared = _SHARED.get()
         key = ("vector", query, _shape(flt))
         cached: _Nearest | None = shared.get(key) if shared is not None else None
@@ -406,7 +430,7 @@ class HybridSearch:
             self.fetches["vector"] += 1
             # Over-fetch: candidates of other users/sessions, archived or expired ones are filtered out below.
             found = dict(self.index.search(flt.scope.agent_id, vector, depth * VECTOR_OVERFETCH))
-            cached = _Nearest(found, {e.id: e for e in self._store.facts.get_many(list(found), flt)}, depth)
+            cached = _Nearest(found, {e.id: e for e in self._store.facts.candidates(list(found), flt)}, depth)
             if shared is not None:
                 shared[key] = cached
         return cached
@@ -417,7 +441,7 @@ class _Nearest:
     """One vector-index answer: the candidates with their similarities, and those the filter let through."""
 
     found: dict[str, float]
-    entries: dict[str, MemoryEntry]
+    entries: dict[str, FactCandidate]
     depth: int  # the candidates asked for (times the over-fetch)
 
 
@@ -458,7 +482,7 @@ class _Candidates:
     lexical: dict[str, float] = field(default_factory=dict)
     ideal: float | None = None
     similarity: dict[str, float] = field(default_factory=dict)
-    entries: dict[str, MemoryEntry] = field(default_factory=dict)
+    entries: dict[str, Ranked] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     complete: bool = False  # the vector signal scored every vector of the agent
 
@@ -468,7 +492,7 @@ def _shape(flt: FactFilter) -> tuple[Any, ...]:
     return (flt.scope, flt.category_prefix, flt.include_archived)
 
 
-def _sequence_key(entry: MemoryEntry) -> tuple[str, int] | None:
+def _sequence_key(entry: Ranked) -> tuple[str, int] | None:
     thread, position = entry.metadata.get("thread"), entry.metadata.get("position")
     if isinstance(thread, str) and isinstance(position, int) and not isinstance(position, bool):
         return thread, position

@@ -91,6 +91,20 @@ class _Matrix:
             return []
         return self._best(np.arange(n), self.data[:n] @ query, k)
 
+    def top_many(self, queries: npt.NDArray[np.float32], k: int) -> list[list[tuple[str, float]]]:
+        """``top`` for each row of ``queries``: a matrix product per chunk of queries, not a scan per query
+        (the matrix is read once per chunk; a chunk's scores stay under ~16 MiB)."""
+        n = len(self.ids)
+        if n == 0 or k <= 0:
+            return [[] for _ in range(len(queries))]
+        rows = np.arange(n)
+        chunk = max(1, 4_000_000 // n)
+        out: list[list[tuple[str, float]]] = []
+        for start in range(0, len(queries), chunk):
+            scores = queries[start : start + chunk] @ self.data[:n].T
+            out.extend(self._best(rows, sims, k) for sims in scores)
+        return out
+
     def top_among(
         self, candidates: npt.NDArray[np.int64], query: npt.NDArray[np.float32], k: int
     ) -> list[tuple[str, float]]:
@@ -155,6 +169,18 @@ class VectorIndex:
                 return matrix.top(vector, k)  # the follower holds the graph: never wait for it
             tail = np.arange(graph.covered, len(matrix.ids), dtype=np.int64)
             return matrix.top_among(np.concatenate([found, tail]), vector, k)
+
+    def search_many(self, agent_id: str, queries: npt.NDArray[np.float32], k: int) -> list[list[tuple[str, float]]]:
+        """``search`` for each row of ``queries`` (the fold after embedding checks a batch of new entries):
+        one matrix product for them all while the agent is searched exactly, instead of a scan of every
+        vector per query; through the graph, one query at a time, once the graph serves."""
+        vectors = np.asarray(queries, dtype=np.float32)
+        with self._lock:
+            matrix = self._current(agent_id)
+            graph = self._graph(agent_id, matrix)
+            if graph is None or not graph.ready:
+                return matrix.top_many(vectors, k)
+        return [self.search(agent_id, vector, k) for vector in vectors]
 
     def size(self, agent_id: str) -> int:
         with self._lock:

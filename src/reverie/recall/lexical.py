@@ -13,7 +13,7 @@ Invariants:
 - A row is one version of one entry. An entry's change kills its row (postings stay, masked by ``alive``)
   and appends a new one; archived entries have no live row. Dead rows beyond a quarter trigger a reload.
 - Scope is exact: the index applies the user/session rule of ``Scope.sees`` and the category prefix with
-  masks. Expiry is not known here: the caller hydrates ids through ``FactRepository.get_many`` with its
+  masks. Expiry is not known here: the caller reads the ids through ``FactRepository.candidates`` with its
   filter, which drops expired entries (and fetches a few more candidates than it keeps).
 """
 
@@ -248,7 +248,8 @@ class _AgentIndex:
 class LexicalIndex:
     """BM25 over the store's long-term entries, one ``_AgentIndex`` per agent, thread-safe.
 
-    Results are candidates: the caller hydrates them through ``get_many`` with its filter (expiry).
+    Results are candidates: the caller reads them through ``FactRepository.candidates`` with its filter
+    (expiry).
     Archived entries are not indexed, so a filter with ``include_archived`` is not ``supported``.
     """
 

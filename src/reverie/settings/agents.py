@@ -175,7 +175,8 @@ class ProactiveSettings(Section):
 
 
 class SkillsSettings(Section):
-    """The skill store, its usage log and the feedback log (seed 001's skill and feedback stores)."""
+    """The skill store, its usage log and the feedback log (seed 001's skill and feedback stores), and how often
+    the tool-call log commits (the engine reads it)."""
 
     max_skills_per_agent: int = Field(
         _SKILLS.max_skills_per_agent,
@@ -201,6 +202,13 @@ class SkillsSettings(Section):
         _SKILLS.log_retention_days,
         ge=0,
         description="usage and feedback rows older than this are purged (0: kept forever)",
+    )
+    tool_call_log_flush_ms: int = Field(
+        500,
+        ge=0,
+        le=60_000,
+        description="the tool-call log commits the calls of this many ms at once (a crash loses at most them); "
+        "0: every call is committed on its own",
     )
 
 

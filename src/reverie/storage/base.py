@@ -10,7 +10,7 @@ Rules every backend keeps (DESIGN.md, "Storage contract"):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -83,6 +83,7 @@ __all__ = [
     "DreamRepository",
     "DreamRun",
     "Evidence",
+    "FactCandidate",
     "FactFilter",
     "FactRepository",
     "LedgerStamp",
@@ -163,6 +164,20 @@ class TextRow:
 
 
 @dataclass(frozen=True, slots=True)
+class FactCandidate:
+    """What recall ranks a candidate entry by, read without the rest of its row (content, tags, scope,
+    counters, the vector's model): a search weighs hundreds of candidates and returns a few, so it reads
+    these for the candidates and whole entries (``get_many``) for its hits only. The fields are the
+    entry's own, as ``MemoryEntry`` holds them; ranking reads ``metadata``'s thread, position and subject
+    times."""
+
+    id: str
+    created_at: datetime
+    last_seen_at: datetime
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class TextSnapshot:
     """The searchable state of one agent's entries as of change-log position ``watermark``.
 
@@ -213,6 +228,18 @@ class FactRepository(Protocol):
         """Up to ``limit`` entries visible through ``flt`` saved between the days ``first_day`` and
         ``last_day`` (``YYYY-MM-DD``, both included, UTC) or whose ``metadata.subjectTime`` (a year, month,
         day or date and time) overlaps them; the most recently created first."""
+        ...
+
+    def candidates(self, entry_ids: list[str], flt: FactFilter) -> list[FactCandidate]:
+        """``get_many``'s entries as ``FactCandidate`` rows: the same filter, the same entries."""
+        ...
+
+    def neighbour_candidates(self, keys: list[tuple[str, int]], flt: FactFilter) -> list[FactCandidate]:
+        """``neighbours``' entries as ``FactCandidate`` rows."""
+        ...
+
+    def candidates_in_period(self, flt: FactFilter, first_day: str, last_day: str, limit: int) -> list[FactCandidate]:
+        """``in_period``'s entries as ``FactCandidate`` rows, in the same order."""
         ...
 
     def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:

@@ -1,42 +1,95 @@
 """Reverie's values: what the services take and return, importable from ``reverie.types`` (and the common
-ones from ``reverie``). Values only: no I/O, no services."""
+ones from ``reverie``). Values only: no I/O, no services.
+
+Each name loads its module on first access (PEP 562 ``__getattr__``): ``reverie.types.keys`` or one value does
+not cost every dataclass here (the command line imports a few to build its options). ``_LAZY`` names each
+value's module; the ``TYPE_CHECKING`` block mirrors it for mypy; ``__all__`` and ``dir()`` list them all."""
 
 from __future__ import annotations
 
-from reverie.types.dream import DreamRun, Evidence
-from reverie.types.graph import Entity, Relation
-from reverie.types.keys import ApiKey
-from reverie.types.kv import KvItem
-from reverie.types.memory import (
-    DEFAULT_AGENT,
-    DEFAULT_CATEGORY,
-    RESERVED_AGENT_PREFIX,
-    SUPERSEDES,
-    USER_AGENT_PREFIX,
-    VALID_TO,
-    Browse,
-    CategoryCount,
-    Change,
-    Contradiction,
-    EntryVersion,
-    HealthReport,
-    HitEvidence,
-    MemoryEntry,
-    PurgeReport,
-    SaveRejection,
-    SaveResult,
-    Scope,
-    SearchHit,
-    SearchResults,
-    StoreStats,
-    Tier,
-    is_user_agent,
-    user_agent,
-)
-from reverie.types.sessions import SessionRecord, TurnCounts, TurnRecord
-from reverie.types.skills import CoUsage, Feedback, Skill, SkillSaved, SkillUsage, SkillVersion
-from reverie.types.usage import UsageRow, UsageSummary
-from reverie.types.working import WorkingEntry
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reverie.types.dream import DreamRun, Evidence
+    from reverie.types.graph import Entity, Relation
+    from reverie.types.keys import ApiKey
+    from reverie.types.kv import KvItem
+    from reverie.types.memory import (
+        DEFAULT_AGENT,
+        DEFAULT_CATEGORY,
+        RESERVED_AGENT_PREFIX,
+        SUPERSEDES,
+        USER_AGENT_PREFIX,
+        VALID_TO,
+        Browse,
+        CategoryCount,
+        Change,
+        Contradiction,
+        EntryVersion,
+        HealthReport,
+        HitEvidence,
+        MemoryEntry,
+        PurgeReport,
+        SaveRejection,
+        SaveResult,
+        Scope,
+        SearchHit,
+        SearchResults,
+        StoreStats,
+        Tier,
+        is_user_agent,
+        user_agent,
+    )
+    from reverie.types.sessions import SessionRecord, TurnCounts, TurnRecord
+    from reverie.types.skills import CoUsage, Feedback, Skill, SkillSaved, SkillUsage, SkillVersion
+    from reverie.types.usage import UsageRow, UsageSummary
+    from reverie.types.working import WorkingEntry
+
+_LAZY: dict[str, str] = {
+    "DreamRun": "reverie.types.dream",
+    "Evidence": "reverie.types.dream",
+    "Entity": "reverie.types.graph",
+    "Relation": "reverie.types.graph",
+    "ApiKey": "reverie.types.keys",
+    "KvItem": "reverie.types.kv",
+    "DEFAULT_AGENT": "reverie.types.memory",
+    "DEFAULT_CATEGORY": "reverie.types.memory",
+    "RESERVED_AGENT_PREFIX": "reverie.types.memory",
+    "SUPERSEDES": "reverie.types.memory",
+    "USER_AGENT_PREFIX": "reverie.types.memory",
+    "VALID_TO": "reverie.types.memory",
+    "Browse": "reverie.types.memory",
+    "CategoryCount": "reverie.types.memory",
+    "Change": "reverie.types.memory",
+    "Contradiction": "reverie.types.memory",
+    "EntryVersion": "reverie.types.memory",
+    "HealthReport": "reverie.types.memory",
+    "HitEvidence": "reverie.types.memory",
+    "MemoryEntry": "reverie.types.memory",
+    "PurgeReport": "reverie.types.memory",
+    "SaveRejection": "reverie.types.memory",
+    "SaveResult": "reverie.types.memory",
+    "Scope": "reverie.types.memory",
+    "SearchHit": "reverie.types.memory",
+    "SearchResults": "reverie.types.memory",
+    "StoreStats": "reverie.types.memory",
+    "Tier": "reverie.types.memory",
+    "is_user_agent": "reverie.types.memory",
+    "user_agent": "reverie.types.memory",
+    "SessionRecord": "reverie.types.sessions",
+    "TurnCounts": "reverie.types.sessions",
+    "TurnRecord": "reverie.types.sessions",
+    "CoUsage": "reverie.types.skills",
+    "Feedback": "reverie.types.skills",
+    "Skill": "reverie.types.skills",
+    "SkillSaved": "reverie.types.skills",
+    "SkillUsage": "reverie.types.skills",
+    "SkillVersion": "reverie.types.skills",
+    "UsageRow": "reverie.types.usage",
+    "UsageSummary": "reverie.types.usage",
+    "WorkingEntry": "reverie.types.working",
+}
 
 __all__ = [
     "ApiKey",
@@ -82,3 +135,17 @@ __all__ = [
     "is_user_agent",
     "user_agent",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a value's module on first access and keep the value, so the next access is a plain attribute."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'reverie.types' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -32,3 +32,11 @@ class ApiKey:
 
 
 ANY_USER = "*"  # ApiKey.users: any user
+
+# The capability scopes, the one list of them (seed 004): a key carries some, a tool and a route need one.
+# Here, with the values, so the command line can name them without importing the key service.
+MEMORY_READ = "memory_read"
+MEMORY_WRITE = "memory_write"
+ADMIN = "admin"
+SCOPES = (MEMORY_READ, MEMORY_WRITE, ADMIN)
+AGENT_SCOPES = (MEMORY_READ, MEMORY_WRITE)  # what a key bound to one agent may carry (and gets by default)

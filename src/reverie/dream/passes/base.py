@@ -10,17 +10,22 @@ Invariants of the context:
 - ``ctx.checkpoint()`` is where a run may stop: between clusters, batches and passes, never inside a write.
   It renews the run's lock and raises ``DreamStopped`` when the dream was aborted, its lock lost, or (for an
   idle-triggered run) a client became active.
+- ``ctx.once(key, read)`` is the run's shared reads: every pass of one run gets the value the first one read
+  (the service hands each pass the same ``shared`` dict). The agent's conversation log is read so, once per
+  run, whatever the number of passes that learn from it (``conversation_log``); a turn logged during the run
+  waits for the next one (the readers move their windows only past what they were shown, and preference
+  inference clears only the records it read).
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +41,9 @@ from reverie.types import MemoryEntry
 
 log = logging.getLogger("reverie.dream")
 Answer = TypeVar("Answer", bound=BaseModel)
+T = TypeVar("T")
+CONVERSATION_LOG = "conversation_log"  # the ``once`` key of the agent's conversation-log records
+LogRecords = Sequence[tuple[str, Mapping[str, Any]]]
 Vector = npt.NDArray[np.float32]
 
 
@@ -104,9 +112,16 @@ class PassContext:
     trigger: str = "scheduled"  # the run's trigger: scheduled, manual or idle
     # Publishes the pass's own progress (and its report so far) in the run record; a no-op outside the service.
     progress: Callable[[str], None] = field(default=lambda _text: None)
+    shared: dict[str, Any] = field(default_factory=dict)  # the run's reads, shared by its passes (``once``)
 
     def now(self) -> datetime:
         return self.clock.now()
+
+    def once(self, key: str, read: Callable[[], T]) -> T:
+        """``read()``, called by the first pass of the run that asks for ``key``; the others get its value."""
+        if key not in self.shared:
+            self.shared[key] = read()
+        return cast(T, self.shared[key])
 
     def vectors(self, entries: Sequence[MemoryEntry]) -> dict[str, Vector]:
         """The stored vectors (of the engine's embedding model) of those of ``entries`` that have one."""
@@ -168,6 +183,12 @@ def ask_or_none(ctx: PassContext, messages: Sequence[Message], schema: type[Answ
         log.warning("DreamService: %s answer unusable (%s); nothing applied, retried next cycle", purpose, exc)
         return None
     return answer
+
+
+def conversation_log(ctx: PassContext, read: Callable[[str], Iterable[tuple[str, Mapping[str, Any]]]]) -> LogRecords:
+    """The agent's conversation-log records ``(session_id, record)`` as ``read(agent_id)`` gives them, read once
+    per run (``PassContext.once``): the learning passes and skill-gap detection share one read."""
+    return ctx.once(CONVERSATION_LOG, lambda: tuple(read(ctx.agent_id)))
 
 
 def write_dream_log(dream_log: JsonlFile | None, record: Mapping[str, Any]) -> None:

@@ -1,5 +1,6 @@
-"""The dream's no-LLM passes: log retention (Pass 0), archive purge (Pass 0b), importance decay and the
-forget sweep. They run on every cycle, with or without an LLM, before the knowledge passes.
+"""The dream's no-LLM passes: log retention (Pass 0), archive purge (Pass 0b), importance decay, the forget
+sweep and proactive memory's decay sweep. They run on every cycle, with or without an LLM, before the
+knowledge passes.
 
 Invariants:
 - Log retention runs first and unconditionally (before any "nothing to do" return of a later pass), and is
@@ -9,6 +10,9 @@ Invariants:
   longer than the same retention (``KvRepository.purge_deleted``, ``SkillRepository.purge_archived``). It
   runs before consolidation, so the window is measured from the archive event, not from what this cycle is
   about to archive.
+- Proactive memory's decay sweep (seed 004) runs here, not in the per-turn context: it reads every entry of
+  the agent, so it belongs with the other scans. It keeps its own rate limit (``decay_sweep_minutes``) and
+  first writes the accesses counted since the last flush, so decay starts from the true last access.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from reverie.dream.passes.base import Capability, PassContext, PassReport
 from reverie.logs import PrunableLog, RetentionPolicy, retain_all
 from reverie.memory.aging import Aging
 from reverie.memory.longterm import LongTermMemory
+from reverie.proactive.service import ProactiveMemory
+from reverie.types import is_user_agent
 
 log = logging.getLogger("reverie.dream")
 
@@ -124,5 +130,32 @@ class ForgetPass:
         report.summary = (
             f"forget sweep — {done.cold} cold, {len(done.archived)} archived, {len(done.compacted)} compacted, "
             f"{len(done.expired)} expired"
+        )
+        return report
+
+
+@dataclass(frozen=True, slots=True)
+class ProactiveSweepPass:
+    """Proactive memory's decay sweep (seed 004): confidences recomputed from the last access, stale key-value
+    copies removed; at most every ``decay_sweep_minutes`` per agent."""
+
+    proactive: ProactiveMemory
+    name: str = "proactive_sweep"
+    needs: frozenset[Capability] = frozenset()
+
+    def run(self, ctx: PassContext) -> PassReport:
+        report = ctx.report
+        if is_user_agent(ctx.agent_id):  # a user's reserved agent: user-level memory never decays
+            report.status, report.reason = "skipped", "user-level memory never decays"
+            return report
+        done = self.proactive.sweep(ctx.agent_id, force=False)  # writes this process's waiting accesses first
+        if not done.ran:
+            minutes = self.proactive.config.upkeep.decay_sweep_minutes
+            report.status, report.reason = "skipped", f"swept less than {minutes:g} minutes ago"
+            return report
+        report.counts = {"examined": done.examined, "decayed": len(done.decayed), "copies_removed": done.copies_removed}
+        report.summary = (
+            f"proactive decay sweep — {done.examined} examined, {len(done.decayed)} decayed, "
+            f"{done.copies_removed} stale copies removed"
         )
         return report

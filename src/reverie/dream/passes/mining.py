@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reverie.conversation.service import ConversationMemory
 from reverie.core import transcripts, validate
 from reverie.core.transcripts import Turn
-from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none
+from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none, conversation_log
 from reverie.errors import ValidationError
 from reverie.llm.base import Message
 from reverie.memory.longterm import LongTermMemory
@@ -88,9 +88,9 @@ class MiningAnswer(BaseModel):
 
 # -- helpers the learning passes share --------------------------------------------------------------------
 def log_window(ctx: PassContext, conversation: ConversationMemory, pass_name: str) -> list[Turn]:
-    """This agent's turns newer than the pass's last stamp, oldest first."""
+    """This agent's turns newer than the pass's last stamp, oldest first (the log read once per run)."""
     stamp = ctx.ledger.last(ctx.agent_id, pass_name)
-    records = transcripts.turns(conversation.log_records(agent_id=ctx.agent_id))
+    records = transcripts.turns(conversation_log(ctx, lambda agent: conversation.log_records(agent_id=agent)))
     return transcripts.newer_than(records, stamp.stamped_at if stamp is not None else None)
 
 

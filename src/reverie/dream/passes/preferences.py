@@ -26,7 +26,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from reverie.conversation.service import ConversationMemory
 from reverie.core import preferences, transcripts
-from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none
+from reverie.dream.passes.base import Capability, PassContext, PassReport, ask_or_none, conversation_log
 from reverie.dream.passes.mining import (
     DREAM_PASS,
     MAX_LOG_CHARS,
@@ -117,7 +117,8 @@ class PreferenceInferencePass:
     def run(self, ctx: PassContext) -> PassReport:
         report = ctx.report
         report.counts = {"turns": 0, "sessions": 0, "malformed": 0, "refused": 0, "deletions_ignored": 0}
-        read = transcripts.turns(self._conversation.log_records(agent_id=ctx.agent_id))
+        # The run's one read of the log: what the other passes learnt from, so the clear below removes those.
+        read = transcripts.turns(conversation_log(ctx, lambda agent: self._conversation.log_records(agent_id=agent)))
         if not read:
             report.status, report.reason = "skipped", "the conversation log holds nothing of this agent"
             return report

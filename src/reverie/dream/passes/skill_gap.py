@@ -38,7 +38,7 @@ from reverie.core.skill_signals import (
     render_recurring,
 )
 from reverie.core.text import cut_words
-from reverie.dream.passes.base import Capability, PassContext, PassReport
+from reverie.dream.passes.base import Capability, PassContext, PassReport, conversation_log
 from reverie.dream.passes.skill_common import ask_usable, bump, record
 from reverie.errors import Conflict, NotFound, ValidationError
 from reverie.logs import JsonlFile
@@ -98,7 +98,7 @@ class SkillGapPass:
 
     def run(self, ctx: PassContext) -> PassReport:
         report, cfg = ctx.report, self.config
-        sessions = group_sessions(self._read_log(ctx.agent_id))
+        sessions = group_sessions(conversation_log(ctx, self._read_log))  # read once per run
         report.counts = {"sessions": len(sessions), "created": 0}
         if len(sessions) < MIN_SESSIONS:
             report.status, report.reason = "skipped", f"{len(sessions)} session(s) in the conversation log (needs 2+)"

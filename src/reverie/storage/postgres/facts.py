@@ -21,7 +21,8 @@ import psycopg
 from reverie.storage.base import FactFilter
 from reverie.storage.postgres.database import Conn, PgDatabase
 from reverie.storage.sql.dialect import POSTGRES
-from reverie.storage.sql.facts import COLUMNS, FROM, SqlFacts, visible
+from reverie.storage.sql.fact_rows import COLUMNS, FROM, Row, Shape
+from reverie.storage.sql.facts import SqlFacts, visible
 from reverie.types import MemoryEntry
 
 _CONFIG = "'reverie_english'::regconfig"  # made by the migrations: english, plus unaccent where available
@@ -74,7 +75,7 @@ class PgFacts(SqlFacts):
         self._lower: str | None = None
         self._lower_lock = threading.Lock()
 
-    def neighbours(self, keys: list[tuple[str, int]], flt: FactFilter) -> list[MemoryEntry]:
+    def _neighbours(self, shape: Shape[Row], keys: list[tuple[str, int]], flt: FactFilter) -> list[Row]:
         unique = list(dict.fromkeys((str(thread), int(position)) for thread, position in keys))
         if not unique:
             return []
@@ -82,14 +83,14 @@ class PgFacts(SqlFacts):
         # The key columns compare as text, as the facts_sequence expression index holds them; the type check
         # keeps a position stored as a JSON string from matching, as SQLite's json_extract comparison does.
         statement = (
-            f"SELECT {COLUMNS} FROM unnest(?::text[], ?::text[]) AS k(thread, position)"
+            f"SELECT {shape.columns} FROM unnest(?::text[], ?::text[]) AS k(thread, position)"
             " JOIN facts f ON f.metadata->>'thread' = k.thread AND f.metadata->>'position' = k.position"
-            f" LEFT JOIN fact_vectors v ON v.fact_id = f.id WHERE {where}"
+            f"{shape.joins} WHERE {where}"
             " AND jsonb_typeof(f.metadata->'position') = 'number'"
         )
         threads = [thread for thread, _ in unique]
         positions = [str(position) for _, position in unique]
-        return self._read(statement, [threads, positions, *params])
+        return self._read_as(shape, statement, [threads, positions, *params])
 
     def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
         """BM25-like ranking on ``tsvector``: each term's ``ts_rank`` (term frequency under the column weights,

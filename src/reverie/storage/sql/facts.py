@@ -22,6 +22,9 @@ Invariants:
 - ``purge`` hard-deletes archived entries only, never above the high-value floor (importance,
   reinforcement or pinned), with their versions, vectors and queue rows; each leaves a purge-log row in
   the same transaction, in purge order.
+- Recall's candidate reads (``candidates``, ``neighbour_candidates``, ``candidates_in_period``) are the
+  entry reads (``get_many``, ``neighbours``, ``in_period``) with other columns: one statement each, built
+  from a ``Shape`` (``fact_rows``), so the two can never filter differently.
 - Timestamps are stored as the dialect says (fixed-width UTC text, ``timestamptz``); text order is time
   order on SQLite, so every comparison is the same on both.
 """
@@ -35,17 +38,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from reverie.errors import NotFound
-from reverie.storage.base import FactFilter, PurgedRecord, PurgeRule, TextRow, TextSnapshot
+from reverie.storage.base import FactCandidate, FactFilter, PurgedRecord, PurgeRule, TextRow, TextSnapshot
 from reverie.storage.sql.dialect import Connection, Dialect, SqlDatabase
-from reverie.types import CategoryCount, Change, EntryVersion, MemoryEntry, Scope, Tier
+from reverie.storage.sql.fact_rows import CANDIDATE, COLUMNS, ENTRY, FROM, Row, Shape, entry_from_row
+from reverie.types import CategoryCount, Change, EntryVersion, MemoryEntry, Scope
 
-COLUMNS = (
-    "f.id, f.agent_id, f.user_id, f.session_id, f.content, f.category, f.tags, f.tier, f.created_at, "
-    "f.updated_at, f.last_seen_at, f.reinforcement_count, f.importance, f.retention, f.confidence, "
-    "f.pinned, f.expires_at, f.archived_at, f.superseded_by, f.metadata, v.model, f.decayed_through, "
-    "f.read_strength, f.read_at, f.fold_pending, f.expand_pending"
-)
-FROM = "facts f LEFT JOIN fact_vectors v ON v.fact_id = f.id"
 _FIELD_NAMES = [
     *("id", "agent_id", "user_id", "session_id", "content", "category", "tags", "tier", "created_at"),
     *("updated_at", "last_seen_at", "reinforcement_count", "importance", "retention", "confidence"),
@@ -132,38 +129,8 @@ def _entry_values(d: Dialect, e: MemoryEntry) -> list[Any]:
     ]
 
 
-def entry_from_row(d: Dialect, row: Any) -> MemoryEntry:
-    """A ``MemoryEntry`` from a row of ``COLUMNS`` (extra columns after them are ignored)."""
-    return MemoryEntry(
-        id=row[0],
-        scope=Scope(agent_id=row[1], user_id=row[2], session_id=row[3]),
-        content=row[4],
-        category=row[5],
-        tags=tuple(d.json_out(row[6])),
-        tier=Tier(row[7]),
-        created_at=d.ts_out(row[8]),
-        updated_at=d.ts_out_or_none(row[9]),
-        last_seen_at=d.ts_out(row[10]),
-        reinforcement_count=int(row[11]),
-        importance=float(row[12]),
-        retention=float(row[13]),
-        confidence=float(row[14]),
-        pinned=bool(row[15]),
-        expires_at=d.ts_out_or_none(row[16]),
-        archived_at=d.ts_out_or_none(row[17]),
-        superseded_by=row[18],
-        metadata=d.json_out(row[19]),
-        embedding_model=row[20],
-        decayed_through=d.ts_out_or_none(row[21]),
-        read_strength=float(row[22]),
-        read_at=d.ts_out_or_none(row[23]),
-        fold_pending=bool(row[24]),
-        expand_pending=bool(row[25]),
-    )
-
-
 class SqlFacts(ABC):
-    """``FactRepository`` over either backend. A subclass supplies ``search``, ``neighbours``, ``_fold``
+    """``FactRepository`` over either backend. A subclass supplies ``search``, ``_neighbours``, ``_fold``
     and ``subject_day``."""
 
     #: The first ten characters of ``metadata.subjectTime`` of ``facts f``, spelled exactly as the
@@ -180,8 +147,9 @@ class SqlFacts(ABC):
         """BM25 full-text search (see ``FactRepository.search``)."""
 
     @abstractmethod
-    def neighbours(self, keys: list[tuple[str, int]], flt: FactFilter) -> list[MemoryEntry]:
-        """Entries by ``metadata.thread`` / ``metadata.position`` (see ``FactRepository.neighbours``)."""
+    def _neighbours(self, shape: Shape[Row], keys: list[tuple[str, int]], flt: FactFilter) -> list[Row]:
+        """Entries by ``metadata.thread`` / ``metadata.position`` (see ``FactRepository.neighbours``), read
+        as ``shape`` says."""
 
     @abstractmethod
     def _fold(self, expression: str) -> str:
@@ -198,6 +166,11 @@ class SqlFacts(ABC):
 
     def _read(self, statement: str, params: list[Any]) -> list[MemoryEntry]:
         return self._db.read(lambda c: self._entries(c, statement, params))
+
+    def _read_as(self, shape: Shape[Row], statement: str, params: list[Any]) -> list[Row]:
+        """Run ``statement`` (``?`` placeholders, selecting ``shape.columns``) and read its rows as ``shape``."""
+        d = self._d
+        return self._db.read(lambda c: [shape.read(d, r) for r in c.execute(d.sql(statement), params).fetchall()])
 
     # -- writes ----------------------------------------------------------------------------------------
     def add(self, entry: MemoryEntry, *, at: datetime) -> None:
@@ -253,17 +226,36 @@ class SqlFacts(ABC):
         return None if row is None else Scope(agent_id=row[0], user_id=row[1], session_id=row[2])
 
     def get_many(self, entry_ids: list[str], flt: FactFilter) -> list[MemoryEntry]:
+        return self._by_ids(ENTRY, entry_ids, flt)
+
+    def candidates(self, entry_ids: list[str], flt: FactFilter) -> list[FactCandidate]:
+        return self._by_ids(CANDIDATE, entry_ids, flt)
+
+    def _by_ids(self, shape: Shape[Row], entry_ids: list[str], flt: FactFilter) -> list[Row]:
         d = self._d
         # Unary "+" on SQLite keeps the planner on the id index: with the agent_id index it scanned the
         # agent's every row (15x slower at 10k entries).
         where, params = visible(d, flt, agent=d.unindexed("f.agent_id"))
-        out: list[MemoryEntry] = []
+        out: list[Row] = []
         for batch in d.batches(list(entry_ids)):
             among, ids = d.any_of("f.id", batch)
-            out.extend(self._read(f"SELECT {COLUMNS} FROM {FROM} WHERE {among} AND {where}", [*ids, *params]))
+            statement = f"SELECT {shape.columns} FROM facts f{shape.joins} WHERE {among} AND {where}"
+            out.extend(self._read_as(shape, statement, [*ids, *params]))
         return out
 
+    def neighbours(self, keys: list[tuple[str, int]], flt: FactFilter) -> list[MemoryEntry]:
+        return self._neighbours(ENTRY, keys, flt)
+
+    def neighbour_candidates(self, keys: list[tuple[str, int]], flt: FactFilter) -> list[FactCandidate]:
+        return self._neighbours(CANDIDATE, keys, flt)
+
     def in_period(self, flt: FactFilter, first_day: str, last_day: str, limit: int) -> list[MemoryEntry]:
+        return self._in_period(ENTRY, flt, first_day, last_day, limit)
+
+    def candidates_in_period(self, flt: FactFilter, first_day: str, last_day: str, limit: int) -> list[FactCandidate]:
+        return self._in_period(CANDIDATE, flt, first_day, last_day, limit)
+
+    def _in_period(self, shape: Shape[Row], flt: FactFilter, first_day: str, last_day: str, limit: int) -> list[Row]:
         d = self._d
         where, params = visible(d, flt)
         first = datetime.fromisoformat(first_day).replace(tzinfo=UTC)
@@ -281,10 +273,13 @@ class SqlFacts(ABC):
             (dated, [*params, first_day[:4], last_day, first_day, last_day]),
         )
         wanted = max(limit, 0)
-        found: dict[str, MemoryEntry] = {}
+        found: dict[str, Row] = {}
         for clause, values in queries:
-            statement = f"SELECT {COLUMNS} FROM {FROM} WHERE {clause} ORDER BY f.created_at DESC, f.seq DESC LIMIT ?"
-            found.update((e.id, e) for e in self._read(statement, [*values, wanted]))
+            statement = (
+                f"SELECT {shape.columns} FROM facts f{shape.joins} WHERE {clause}"
+                " ORDER BY f.created_at DESC, f.seq DESC LIMIT ?"
+            )
+            found.update((e.id, e) for e in self._read_as(shape, statement, [*values, wanted]))
         return sorted(found.values(), key=lambda e: e.created_at, reverse=True)[:wanted]
 
     def search_substring(self, needle: str, flt: FactFilter, limit: int, exclude: frozenset[str]) -> list[MemoryEntry]:

@@ -173,7 +173,18 @@ class SqlSessions:
             " coalesce(min(turn_index), 0), coalesce(max(turn_index), 0)"
             " FROM turns WHERE agent_id = ? AND session_id = ?"
         )
-        row = self._db.read(lambda c: c.execute(statement, (agent_id, session_id)).fetchone())
+        lock = d.sql("SELECT 1 FROM sessions WHERE agent_id = ? AND session_id = ?") + d.for_update("NO KEY UPDATE")
+        locking = d.postgres and self._db.in_transaction()
+
+        def work(c: Any) -> Any:
+            if locking:
+                # A turn's append reads the last index here and writes the next in the same transaction: on
+                # PostgreSQL two appends to one session read the same index (the second insert then failed,
+                # a 409 under load). The session's row lock orders them; SQLite's one writer already did.
+                c.execute(lock, (agent_id, session_id))
+            return c.execute(statement, (agent_id, session_id)).fetchone()
+
+        row = self._db.read(work)
         if row is None:  # an aggregate always returns a row; this keeps the type checker honest
             return TurnCounts()
         return TurnCounts(retained=int(row[0]), archived=int(row[1]), first_index=int(row[2]), last_index=int(row[3]))

@@ -14,7 +14,8 @@ import re
 
 from reverie.storage.base import FactFilter
 from reverie.storage.sql.dialect import SQLITE
-from reverie.storage.sql.facts import COLUMNS, FROM, SqlFacts, visible
+from reverie.storage.sql.fact_rows import COLUMNS, Row, Shape
+from reverie.storage.sql.facts import SqlFacts, visible
 from reverie.storage.sqlite.database import Database
 from reverie.types import MemoryEntry
 
@@ -43,18 +44,18 @@ class SqliteFacts(SqlFacts):
     def _fold(self, expression: str) -> str:
         return f"unicode_lower({expression})"
 
-    def neighbours(self, keys: list[tuple[str, int]], flt: FactFilter) -> list[MemoryEntry]:
+    def _neighbours(self, shape: Shape[Row], keys: list[tuple[str, int]], flt: FactFilter) -> list[Row]:
         where, params = visible(self._d, flt)
-        out: list[MemoryEntry] = []
+        out: list[Row] = []
         for start in range(0, len(keys), 200):
             chunk = keys[start : start + 200]
             pairs = ", ".join("(?, ?)" for _ in chunk)
             statement = (
-                f"SELECT {COLUMNS} FROM {FROM} WHERE {where} AND "
+                f"SELECT {shape.columns} FROM facts f{shape.joins} WHERE {where} AND "
                 "(json_extract(f.metadata, '$.thread'), json_extract(f.metadata, '$.position'))"
                 f" IN (VALUES {pairs})"
             )
-            out.extend(self._read(statement, [*params, *(value for pair in chunk for value in pair)]))
+            out.extend(self._read_as(shape, statement, [*params, *(value for pair in chunk for value in pair)]))
         return out
 
     def search(self, match: str, flt: FactFilter, limit: int) -> list[tuple[MemoryEntry, float]]:
