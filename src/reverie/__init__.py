@@ -14,8 +14,7 @@ Invariant: ``__all__``, ``dir(reverie)`` and ``from reverie import *`` see every
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reverie.clock import Clock, FakeClock, SystemClock
 from reverie.errors import (
@@ -33,6 +32,7 @@ from reverie.errors import (
     ValidationError,
     VectorBackendError,
 )
+from reverie.types.lazy import exports as _exports
 
 if TYPE_CHECKING:
     from reverie.engine import Reverie, open
@@ -43,12 +43,14 @@ if TYPE_CHECKING:
         Change,
         DreamRun,
         Entity,
+        EntryFilter,
         EntryVersion,
         Feedback,
         HealthReport,
         HitEvidence,
         KvItem,
         MemoryEntry,
+        Page,
         PurgeReport,
         Relation,
         SaveRejection,
@@ -74,12 +76,14 @@ _TYPES = (
     "Change",
     "DreamRun",
     "Entity",
+    "EntryFilter",
     "EntryVersion",
     "Feedback",
     "HealthReport",
     "HitEvidence",
     "KvItem",
     "MemoryEntry",
+    "Page",
     "PurgeReport",
     "Relation",
     "SaveRejection",
@@ -114,6 +118,7 @@ __all__ = [
     "DreamRun",
     "EmbeddingError",
     "Entity",
+    "EntryFilter",
     "EntryVersion",
     "FakeClock",
     "Feedback",
@@ -124,6 +129,7 @@ __all__ = [
     "MemoryEntry",
     "ModelMismatch",
     "NotFound",
+    "Page",
     "PurgeReport",
     "Relation",
     "Reverie",
@@ -154,15 +160,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load a lazy public name on first access and keep it, so the next access is a plain attribute."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'reverie' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _exports("reverie", _LAZY, globals())

@@ -18,8 +18,9 @@ does not pay for the HTTP transport (Starlette, uvicorn, the SDK's auth), nor th
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from reverie.types.lazy import exports as _exports
 
 if TYPE_CHECKING:
     from reverie.api.serving import is_loopback
@@ -51,14 +52,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'reverie.mcp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _exports("reverie.mcp", _LAZY, globals())

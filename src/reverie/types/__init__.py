@@ -7,8 +7,9 @@ value's module; the ``TYPE_CHECKING`` block mirrors it for mypy; ``__all__`` and
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from reverie.types.lazy import exports as _exports
 
 if TYPE_CHECKING:
     from reverie.types.dream import DreamRun, Evidence
@@ -26,10 +27,13 @@ if TYPE_CHECKING:
         CategoryCount,
         Change,
         Contradiction,
+        EntryFilter,
         EntryVersion,
         HealthReport,
         HitEvidence,
         MemoryEntry,
+        MetadataScalar,
+        Page,
         PurgeReport,
         SaveRejection,
         SaveResult,
@@ -63,10 +67,13 @@ _LAZY: dict[str, str] = {
     "CategoryCount": "reverie.types.memory",
     "Change": "reverie.types.memory",
     "Contradiction": "reverie.types.memory",
+    "EntryFilter": "reverie.types.memory",
     "EntryVersion": "reverie.types.memory",
     "HealthReport": "reverie.types.memory",
     "HitEvidence": "reverie.types.memory",
     "MemoryEntry": "reverie.types.memory",
+    "MetadataScalar": "reverie.types.memory",
+    "Page": "reverie.types.memory",
     "PurgeReport": "reverie.types.memory",
     "SaveRejection": "reverie.types.memory",
     "SaveResult": "reverie.types.memory",
@@ -102,6 +109,7 @@ __all__ = [
     "DEFAULT_CATEGORY",
     "DreamRun",
     "Entity",
+    "EntryFilter",
     "EntryVersion",
     "Evidence",
     "Feedback",
@@ -109,6 +117,8 @@ __all__ = [
     "HitEvidence",
     "KvItem",
     "MemoryEntry",
+    "MetadataScalar",
+    "Page",
     "PurgeReport",
     "RESERVED_AGENT_PREFIX",
     "Relation",
@@ -137,15 +147,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a value's module on first access and keep the value, so the next access is a plain attribute."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'reverie.types' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _exports("reverie.types", _LAZY, globals())
