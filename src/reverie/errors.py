@@ -108,3 +108,25 @@ class LLMError(ReverieError):
         super().__init__(message)
         self.status = status
         self.reason = reason
+
+
+# The machine-readable kind of each error, most specific first (StoreBusy, StoreUnavailable and StorageFull are
+# StorageErrors): the HTTP API's ``error`` field and the CLI's ``--json`` errors both name them so.
+ERROR_KINDS: tuple[tuple[type[ReverieError], str], ...] = (
+    (ValidationError, "validation"),
+    (NotFound, "not_found"),
+    (Conflict, "conflict"),
+    (LLMError, "llm"),
+    (VectorBackendError, "vector_backend"),
+    (StoreBusy, "busy"),
+    (StoreUnavailable, "unavailable"),
+    (StorageFull, "storage_full"),
+    (EmbeddingError, "embedding"),
+)
+# Everything else (a damaged store, the configuration, an embedding-model mismatch): the HTTP API's 500.
+OTHER_KIND = "server"
+
+
+def error_kind(exc: BaseException) -> str:
+    """The kind of ``exc`` as ``ERROR_KINDS`` names it; ``OTHER_KIND`` for any other error."""
+    return next((kind for error, kind in ERROR_KINDS if isinstance(exc, error)), OTHER_KIND)

@@ -45,7 +45,7 @@ def agent_a(origin: str, keys: Keys) -> Iterator[httpx.Client]:
 
 def save(c: httpx.Client, agent: str, content: str, **fields: object) -> str:
     response = c.post(memory(agent, "/entries"), json={"content": content, "dedup": False, **fields})
-    assert response.status_code == 200, response.text
+    assert response.status_code == 201, response.text
     entry_id: str = response.json()["entry"]["id"]
     return entry_id
 
@@ -253,7 +253,7 @@ def test_a_body_over_the_limit_is_a_413(rv: reverie.Reverie, keys: Keys) -> None
 
         streamed = c.post(memory("a", "/entries"), content=chunks(), headers={"Content-Type": "application/json"})
         assert streamed.status_code == 413
-        assert c.post(memory("a", "/entries"), json={"content": "small enough"}).status_code == 200
+        assert c.post(memory("a", "/entries"), json={"content": "small enough"}).status_code == 201
     assert [e.content for e in rv.memory.browse(scope=reverie.Scope("a")).entries] == ["small enough"]
 
 
@@ -473,7 +473,7 @@ def test_usage_is_attributed_to_the_path_agent_and_exported(
 
 def test_without_auth_local_requests_pass_and_browser_tricks_do_not(rv: reverie.Reverie) -> None:
     with serving(rv, auth=False) as origin, client(origin) as c:
-        assert c.post(memory("x", "/entries"), json={"content": "open fact"}).status_code == 200
+        assert c.post(memory("x", "/entries"), json={"content": "open fact"}).status_code == 201
         assert c.get("/api/usage").status_code == 200
         rebound = c.get(memory("x", "/entries"), headers={"Host": "evil.example:4545"})
         assert rebound.status_code == 403  # DNS rebinding: a page's own name resolved to loopback

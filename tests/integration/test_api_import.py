@@ -51,7 +51,7 @@ def test_batch_with_skip_saves_the_good_items_and_lists_every_result(
     rv: reverie.Reverie, agent_a: httpx.Client
 ) -> None:
     response = agent_a.post(BATCH, json={"items": mixed_items(), "on_error": "skip"})
-    assert response.status_code == 200, response.text
+    assert response.status_code == 201, response.text
     body = response.json()
     assert (body["saved"], body["rejected"]) == (3, 3)
     results = body["results"]
@@ -86,7 +86,7 @@ def test_batch_with_raise_is_a_422_naming_the_item_and_saves_nothing(
 def test_a_batch_without_bad_items_answers_as_before(rv: reverie.Reverie, agent_a: httpx.Client) -> None:
     fact = "The user prefers green tea in the morning"
     response = agent_a.post(BATCH, json={"items": [{"content": fact}, {"content": fact.lower()}]})
-    assert response.status_code == 200, response.text
+    assert response.status_code == 201, response.text
     body = response.json()
     assert (body["saved"], body["rejected"]) == (2, 0)
     assert [r["outcome"] for r in body["results"]] == ["created", "reinforced"]
@@ -129,7 +129,7 @@ def test_the_batch_observed_at_is_every_items_default(rv: reverie.Reverie, agent
         {"content": "Bruno plays the cello", "observed_at": "2024-01-02T03:04:05+01:00"},
     ]
     response = agent_a.post(BATCH, json={"items": items, "observed_at": MAY_8})
-    assert response.status_code == 200, response.text
+    assert response.status_code == 201, response.text
     created = [r["entry"]["created_at"] for r in response.json()["results"]]
     assert created == ["2023-05-08T13:56:00Z", "2024-01-02T02:04:05Z"]
 
@@ -150,7 +150,7 @@ def test_the_batch_route_needs_write_access_and_is_in_the_schema(
 # -- observed_at and subject time on the single save -----------------------------------------------------
 def test_save_with_observed_at_sets_created_at(rv: reverie.Reverie, agent_a: httpx.Client) -> None:
     response = agent_a.post(memory("a", "/entries"), json={"content": "Ana moved to Porto", "observed_at": MAY_8})
-    assert response.status_code == 200, response.text
+    assert response.status_code == 201, response.text
     entry = response.json()["entry"]
     assert entry["created_at"] == entry["last_seen_at"] == "2023-05-08T13:56:00Z"
     history = agent_a.get(memory("a", f"/entries/{entry['id']}/history")).json()
@@ -161,7 +161,7 @@ def test_a_dated_restatement_reinforces_over_http(rv: reverie.Reverie, agent_a: 
     fact = "The user prefers green tea in the morning"
     first = agent_a.post(memory("a", "/entries"), json={"content": fact, "observed_at": MAY_8}).json()
     again = agent_a.post(memory("a", "/entries"), json={"content": fact, "observed_at": "2023-06-01T00:00:00Z"})
-    assert again.status_code == 200, again.text
+    assert again.status_code == 201, again.text
     body = again.json()
     assert body["outcome"] == "reinforced" and body["entry"]["id"] == first["entry"]["id"]
     assert body["entry"]["created_at"] == "2023-05-08T13:56:00Z"
@@ -217,5 +217,5 @@ def test_save_refuses_a_bad_subject_time_with_its_field(
     # A date and time (what the LoCoMo benchmark writes) is well formed, and kept as written.
     kept = {"subjectTime": "2023-05-08T13:56:00+00:00"}
     response = agent_a.post(memory("a", "/entries"), json={"content": "Ana lived in Oslo", "metadata": kept})
-    assert response.status_code == 200, response.text
+    assert response.status_code == 201, response.text
     assert response.json()["entry"]["metadata"] == kept

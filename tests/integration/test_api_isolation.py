@@ -126,7 +126,7 @@ class Isolation(RuleBasedStateMachine):
         if not self._allowed(key, agent, write=True):
             assert response.status_code == 403, response.text
             return
-        assert response.status_code == 200, response.text
+        assert response.status_code == 201, response.text
         entry = response.json()["entry"]
         self.model[agent][entry["id"]] = Fact(content)
         self._check_entry(agent, entry)

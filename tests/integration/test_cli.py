@@ -62,7 +62,7 @@ def test_save_json_reports_outcome_and_dropped_source(home: Path) -> None:
 
 def test_save_reads_stdin(home: Path) -> None:
     entry_id = run(home, "memory", "save", "-q", "-", stdin="from standard input\n").strip()
-    assert run_json(home, "memory", "get", entry_id)["content"] == "from standard input\n"
+    assert run_json(home, "memory", "get", entry_id)["content"] == "from standard input"  # no trailing newline
 
 
 def test_list_shows_recent_entries_and_taxonomy(home: Path) -> None:

@@ -82,7 +82,7 @@ def test_first_start_prints_an_admin_key_once_and_keys_are_required(home: Path) 
         assert httpx.get(f"{origin}/api/memory/agents/a/entries").status_code == 401
         headers = {"Authorization": f"Bearer {secrets[0]}"}
         saved = httpx.post(f"{origin}/api/memory/agents/a/entries", headers=headers, json={"content": "served fact"})
-        assert saved.status_code == 200, saved.text
+        assert saved.status_code == 201, saved.text
         assert httpx.get(f"{origin}/api/usage", headers=headers).status_code == 200
     with reverie.open(home) as rv:
         (key,) = rv.keys.list()

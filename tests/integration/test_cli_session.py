@@ -59,7 +59,7 @@ def test_create_list_info_delete(home: Path) -> None:
 def test_add_reads_stdin_creates_on_request_and_refuses_bad_input(home: Path) -> None:
     assert "no session 'chat'" in run(home, "add", "chat", "user", "hello", code=2)
     turn = run_json(home, "add", "chat", "user", "-", "--create", stdin="from standard input\n")
-    assert (turn["index"], turn["content"], turn["role"]) == (1, "from standard input\n", "user")
+    assert (turn["index"], turn["content"], turn["role"]) == (1, "from standard input", "user")
     calls = json.dumps([{"id": "c1", "type": "function", "function": {"name": "web", "arguments": "{}"}}])
     assert run_json(home, "add", "chat", "assistant", "", "--tool-calls", calls)["tool_calls"][0]["id"] == "c1"
     assert run_json(home, "add", "chat", "tool", "ok", "--tool-call-id", "c1")["tool_call_id"] == "c1"

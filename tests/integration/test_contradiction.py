@@ -296,7 +296,7 @@ def test_the_api_answers_superseded_with_both_ids(rv: reverie.Reverie) -> None:
     with serving(rv) as origin, client(origin, keys.a) as http:
         first = http.post(memory("a", "/entries"), json={"content": "Priya prefers tabs over spaces."})
         second = http.post(memory("a", "/entries"), json={"content": "Priya prefers spaces over tabs."})
-        assert first.status_code == second.status_code == 200
+        assert first.status_code == second.status_code == 201
         body = second.json()
         assert body["outcome"] == "superseded" and body["contradicts"]["id"] == first.json()["entry"]["id"]
         assert body["contradicts"]["kind"] == "order" and body["contradicts"]["superseded"] is True

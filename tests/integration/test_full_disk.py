@@ -291,7 +291,7 @@ def test_api_answers_507_on_a_full_disk_and_keeps_every_acknowledged_write(tmp_p
         answer = None
         for n in range(2000, 2400):
             answer = api.post(path, json={"content": _text(n), "dedup": False})
-            if answer.status_code != 200:
+            if answer.status_code != 201:
                 break
             acknowledged.append(answer.json()["entry"]["id"])
         assert answer is not None and answer.status_code == 507, answer.text if answer else None
@@ -302,7 +302,7 @@ def test_api_answers_507_on_a_full_disk_and_keeps_every_acknowledged_write(tmp_p
         assert api.post(path, json={"content": _text(9999), "dedup": False}).status_code == 507
         resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
         answer = api.post(path, json={"content": "written after space was freed", "dedup": False})
-        assert answer.status_code == 200, answer.text
+        assert answer.status_code == 201, answer.text
         acknowledged.append(answer.json()["entry"]["id"])
     assert acknowledged
     output = "".join(lines)

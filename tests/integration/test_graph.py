@@ -388,11 +388,11 @@ def test_api(engine: reverie.Reverie) -> None:
     kg = memory("a", "/kg")
     with serving(engine) as origin, client(origin, keys.a) as a, client(origin, keys.b) as b:
         made = a.post(f"{kg}/entities", json={"type": "person", "name": "Ana", "properties": {"role": "cto"}})
-        assert made.status_code == 200 and made.json()["outcome"] == "created"
+        assert made.status_code == 201 and made.json()["outcome"] == "created"
         ana = made.json()["entity"]
         assert ana["ref"] == "person:Ana" and ana["key"] == "ana"
         rel = a.post(f"{kg}/relations", json={"from": "person:ana", "relation": "Works At", "to": "company:Acme"})
-        assert rel.status_code == 200 and rel.json()["relation"]["text"] == "person:Ana -works_at-> company:Acme"
+        assert rel.status_code == 201 and rel.json()["relation"]["text"] == "person:Ana -works_at-> company:Acme"
         moved = a.post(
             f"{kg}/relations",
             json={"from": "person:ana", "relation": "works_at", "to": "company:Globex", "valid_from": "2026-01-01"},

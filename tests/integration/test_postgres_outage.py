@@ -111,7 +111,7 @@ def test_an_outage_answers_503_with_retry_after_and_recovers_without_a_restart(
             httpx.Client(base_url=server.origin, headers=bearer, timeout=60) as api,
         ):
             before = api.post(ENTRIES, json={"content": "Saved before the outage", "dedup": False})
-            assert before.status_code == 200, before.text
+            assert before.status_code == 201, before.text
             own_server.stop()
             try:
                 _unavailable(*_timed(lambda: api.post(ENTRIES, json={"content": "during", "dedup": False})))
@@ -123,7 +123,7 @@ def test_an_outage_answers_503_with_retry_after_and_recovers_without_a_restart(
             deadline = time.monotonic() + 30
             while (
                 after := api.post(ENTRIES, json={"content": "Saved after the outage", "dedup": False})
-            ).status_code != 200:
+            ).status_code != 201:
                 assert after.status_code == 503 and time.monotonic() < deadline, after.text
                 time.sleep(0.2)
             listed = api.get(ENTRIES, params={"limit": 50})

@@ -130,7 +130,7 @@ def test_cli_skills_save_list_show_search_history_archive_restore(home: Path) ->
     cli(home, "skills", "save", "mcp/email", "Draft, confirm the address, send.", "-s", EMAIL["summary"])
     assert [s["name"] for s in cli_json(home, "skills", "list", "-p", "mcp")] == ["mcp/calendar", "mcp/email"]
     assert "mcp/calendar" in cli(home, "skills", "list")
-    assert cli_json(home, "skills", "show", "mcp/calendar")["content"] == "Find a slot, then book it.\n"
+    assert cli_json(home, "skills", "show", "mcp/calendar")["content"] == "Find a slot, then book it."
     assert cli_json(home, "skills", "show", "mcp/email", "--version", "1")["content"] == EMAIL["content"]
     assert "Draft, confirm" in cli(home, "skills", "show", "mcp/email")
     hits = cli_json(home, "skills", "search", "book a meeting slot")["hits"]
@@ -218,7 +218,7 @@ def test_api_usage_and_feedback(origin: str, keys: Keys) -> None:
         for name in ("mcp/email", "mcp/calendar"):
             assert a.put(skill_path("a", name), json=EMAIL).status_code == 200
         used = a.post(memory("a", "/skills:usage"), json={"session_id": "s1", "names": ["mcp/email", "mcp/calendar"]})
-        assert used.status_code == 200, used.text
+        assert used.status_code == 201, used.text
         assert [r["name"] for r in used.json()["recorded"]] == ["mcp/email", "mcp/calendar"]
         report = a.get(memory("a", "/skills:usage")).json()
         assert report["counts"] == {"mcp/calendar": 1, "mcp/email": 1}

@@ -94,7 +94,7 @@ def test_an_unbound_key_cannot_read_archive_or_plant_another_agents_user_memory(
         _refused(a.post(memory("a", "/sessions/s1/context"), json={"message": "hi", "user_id": U77}))
         _refused(a.post(memory("a", "/tools/search_memory"), json={"arguments": {"query": "tea"}, "user_id": U77}))
         # Naming no user still works: the key is the agent's.
-        assert a.post(memory("a", "/entries"), json={"content": "a fact of a"}).status_code == 200
+        assert a.post(memory("a", "/entries"), json={"content": "a fact of a"}).status_code == 201
     assert _stored(rv) == before  # nothing archived, nothing planted
     rv.conversation.create("s-b", agent_id="b")
     context = rv.context.build("s-b", "invoices", agent_id="b", user_id=U77)

@@ -137,3 +137,21 @@ def test_reinforcement_only_picks_a_source_it_was_given(parts: list[str | None])
     best = most_trusted(*parts)
     assert best in parts
     assert trust_rank(best) == max(trust_rank(p) for p in parts)
+
+
+@pytest.mark.parametrize(
+    ("raw", "source"),
+    [
+        ("import:markdown", "import:markdown"),
+        (" IMPORT:Mem0 ", "import:mem0"),
+        ("import:basic-memory", "import:basic-memory"),
+    ],
+)
+def test_import_sources_name_their_format_and_rank_like_a_tool(raw: str, source: str) -> None:
+    assert normalize_source(raw) == (source, None)
+    assert trust_rank(source) == trust_rank("tool:grep")
+
+
+@pytest.mark.parametrize("raw", ["import:", "import:a/b", "import: markdown", "imported:markdown"])
+def test_malformed_import_sources_are_dropped(raw: str) -> None:
+    assert normalize_source(raw)[0] is None

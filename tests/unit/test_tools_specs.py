@@ -14,6 +14,7 @@ from reverie.tools.specs import SPECS
 BY_NAME = {spec.name: spec for spec in SPECS}
 READS = {
     "search_memory",
+    "list_memories",
     "get_from_working_memory",
     "search_working_memory",
     "memory_explore",

@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, Response
 
 from reverie.core.validate import MAX_JSON_DEPTH
 from reverie.errors import (
+    OTHER_KIND,
     Conflict,
     EmbeddingError,
     LLMError,
@@ -37,6 +38,7 @@ from reverie.errors import (
     StoreUnavailable,
     ValidationError,
     VectorBackendError,
+    error_kind,
 )
 
 log = logging.getLogger("reverie.api")
@@ -105,28 +107,28 @@ def error_response(
     return AsciiJSONResponse(body.model_dump(mode="json"), status_code=status)
 
 
-# Reverie's errors by HTTP status and kind, most specific first (StoreBusy, StoreUnavailable and StorageFull are
-# StorageErrors).
-_STATUSES: tuple[tuple[type[ReverieError], int, str], ...] = (
-    (ValidationError, 422, "validation"),
-    (NotFound, 404, "not_found"),
-    (Conflict, 409, "conflict"),
-    (LLMError, 502, "llm"),
-    (VectorBackendError, 502, "vector_backend"),
-    (StoreBusy, 503, "busy"),
-    (StoreUnavailable, 503, "unavailable"),
-    (StorageFull, 507, "storage_full"),
-    (EmbeddingError, 503, "embedding"),
+# Reverie's errors by HTTP status, most specific first (StoreBusy, StoreUnavailable and StorageFull are
+# StorageErrors); the kind each answers is ``reverie.errors.error_kind``'s, which the CLI's ``--json`` errors share.
+_STATUSES: tuple[tuple[type[ReverieError], int], ...] = (
+    (ValidationError, 422),
+    (NotFound, 404),
+    (Conflict, 409),
+    (LLMError, 502),
+    (VectorBackendError, 502),
+    (StoreBusy, 503),
+    (StoreUnavailable, 503),
+    (StorageFull, 507),
+    (EmbeddingError, 503),
 )
 
 
 def reverie_response(exc: ReverieError, method: str, path: str) -> Response:
     """The answer for one of Reverie's errors raised while serving ``method path`` (the route handlers' and the
     authentication's, which runs before them)."""
-    for kind_of, status, kind in _STATUSES:
+    for kind_of, status in _STATUSES:
         if isinstance(exc, kind_of):
             field = exc.field if isinstance(exc, ValidationError) else None
-            response = error_response(status, kind, str(exc), field=field)
+            response = error_response(status, error_kind(exc), str(exc), field=field)
             if isinstance(exc, StoreUnavailable | StorageFull):
                 # The operator must act (start the database, free space): one line, never a traceback.
                 log.warning("%s %s: %s", method, path, exc)
@@ -135,7 +137,7 @@ def reverie_response(exc: ReverieError, method: str, path: str) -> Response:
             return response
     # StorageError, ConfigError, ModelMismatch: the server is not in a state to answer.
     log.error("%s %s failed: %s", method, path, exc, exc_info=exc)
-    return error_response(500, "server", f"the server could not complete the request: {type(exc).__name__}")
+    return error_response(500, OTHER_KIND, f"the server could not complete the request: {type(exc).__name__}")
 
 
 def _reverie_error(request: Request, exc: Exception) -> Response:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import AdminAgent, Engine, admin_access
 from reverie.api.errors import COMMON_ERRORS
+from reverie.api.filters import CursorQuery
 from reverie.api.schemas import Flag, RequestModel, ValueOut
 from reverie.core import validate
 from reverie.engine.root import Reverie
@@ -81,6 +82,11 @@ class RunOut(ValueOut):
     started_at: datetime
     finished_at: datetime | None
     error: str | None
+
+
+class HistoryRunOut(RunOut):
+    agent_id: str
+    report: dict[str, Any] = Field(description="the pass reports of a finished run")
 
 
 class HolderOut(ValueOut):
@@ -197,6 +203,24 @@ def trigger_dream(
     report = rv.dream.run(agent, trigger="manual")  # attributed to the agent by AgentRoute
     response.status_code = 200
     return TriggerOut(agent_id=agent, started=report.phase != "skipped", report=DreamReportOut.model_validate(report))
+
+
+class RunsPageOut(BaseModel):
+    items: list[HistoryRunOut]
+    next_cursor: str | None = Field(description="pass as cursor for the next page; null on the last page")
+
+
+@router.get("/api/dream/agents/{agent_id}/runs", response_model=RunsPageOut, summary="Dream history, a page")
+def dream_runs(
+    rv: Engine,
+    agent: AdminAgent,
+    cursor: CursorQuery = None,
+    limit: Annotated[int | None, Query(ge=1, le=1000, description="runs per page (default 100)")] = None,
+) -> RunsPageOut:
+    """The agent's recorded runs (the audit trail), newest first, a page at a time: pass ``next_cursor`` back
+    as ``cursor``. A run whose process died shows ``interrupted``."""
+    page = rv.dream.history_page(agent, cursor=cursor, limit=limit)
+    return RunsPageOut(items=[HistoryRunOut.model_validate(r) for r in page.items], next_cursor=page.next_cursor)
 
 
 @router.post("/api/dream/agents/{agent_id}/abort", response_model=AbortOut, summary="Abort the running dream")

@@ -12,12 +12,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
+from reverie.api.filters import CursorQuery
 from reverie.api.schemas import RequestModel, ValueOut, fields_of
 from reverie.graph import inputs as graph_input
 from reverie.graph.service import Triple, ref_of
@@ -154,11 +155,21 @@ class SubgraphOut(ValueOut):
 def list_entities(
     rv: Engine,
     agent: ReadAgent,
+    response: Response,
     type: Annotated[str | None, Query(max_length=graph_input.MAX_TYPE_CHARS, description="only this type")] = None,
     limit: Limit = None,
+    paged: Annotated[bool, Query(description="a page in id order, the next page's cursor in X-Next-Cursor")] = False,
+    cursor: CursorQuery = None,
 ) -> list[EntityOut]:
-    """Live entities (not merged, not archived), most recently seen first."""
-    return [EntityOut.model_validate(e) for e in rv.graph.list_entities(agent, type=type, limit=limit)]
+    """Live entities (not merged, not archived), most recently seen first. With ``paged=true`` or a
+    ``cursor``: one page in id order (stable), the next page's cursor in the ``X-Next-Cursor`` header (absent
+    on the last page); a walk sees every entity live for the whole walk exactly once."""
+    if not paged and cursor is None:
+        return [EntityOut.model_validate(e) for e in rv.graph.list_entities(agent, type=type, limit=limit)]
+    page = rv.graph.entities_page(agent, type=type, cursor=cursor, limit=limit)
+    if page.next_cursor is not None:
+        response.headers["X-Next-Cursor"] = page.next_cursor
+    return [EntityOut.model_validate(e) for e in page.items]
 
 
 @router.get("/entities/search", response_model=list[EntityOut], summary="Search entities by name")
@@ -178,7 +189,7 @@ def get_entity(rv: Engine, agent: ReadAgent, entity_id: Id) -> EntityOut:
     return EntityOut.model_validate(rv.graph.get_entity(agent, entity_id))
 
 
-@router.post("/entities", response_model=EntityWriteOut, summary="Add or update an entity")
+@router.post("/entities", status_code=201, response_model=EntityWriteOut, summary="Add or update an entity")
 def add_entity(rv: Engine, agent: WriteAgent, body: EntityIn) -> EntityWriteOut:
     """Add an entity, or update the one with that type and name ("Ana", "ana" and "Ana " are one):
     properties are merged (the given values win), sources added."""
@@ -228,7 +239,7 @@ def query_relations(
     return [RelationOut.model_validate(t) for t in found]
 
 
-@router.post("/relations", response_model=RelationWriteOut, summary="Add or reinforce a relation")
+@router.post("/relations", status_code=201, response_model=RelationWriteOut, summary="Add or reinforce a relation")
 def add_relation(rv: Engine, agent: WriteAgent, body: RelationIn) -> RelationWriteOut:
     """Relate two entities (created when missing). A relation already known is reinforced; for an exclusive
     relation (``works_at``, …) a new target invalidates the previous one, which is kept as history."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
+from reverie.api.filters import CursorQuery, FilterQuery, OrderQuery
 from reverie.api.schemas import (
     EntryOut,
     Flag,
@@ -178,6 +179,11 @@ class SearchOut(BaseModel):
     hits: list[HitOut]
 
 
+class PageOut(BaseModel):
+    items: list[EntryOut]
+    next_cursor: str | None = Field(description="pass as cursor for the next page; null on the last page")
+
+
 class CategoryCountOut(ValueOut):
     category: str
     count: int
@@ -197,7 +203,7 @@ def _batch_item_out(position: int, result: SaveResult | SaveRejection) -> BatchI
     return BatchItemOut(position=position, **dict(SaveOut.model_validate(result)))
 
 
-@router.post("/entries", response_model=SaveOut, summary="Save a fact")
+@router.post("/entries", status_code=201, response_model=SaveOut, summary="Save a fact")
 def save_entry(
     rv: Engine, agent: WriteAgent, body: SaveIn, user_id: UserQuery = None, session_id: SessionQuery = None
 ) -> SaveOut:
@@ -221,7 +227,7 @@ def save_entry(
     return SaveOut.model_validate(saved)
 
 
-@router.post("/entries/batch", response_model=BatchOut, summary="Save many facts")
+@router.post("/entries/batch", status_code=201, response_model=BatchOut, summary="Save many facts")
 def save_batch(
     rv: Engine, agent: WriteAgent, body: BatchIn, user_id: UserQuery = None, session_id: SessionQuery = None
 ) -> BatchOut:
@@ -272,10 +278,12 @@ def search_entries(
     min_similarity: Annotated[float | None, Query(ge=0, le=1)] = None,
     user_id: UserQuery = None,
     session_id: SessionQuery = None,
+    flt: FilterQuery = None,
 ) -> SearchOut:
     """Hybrid recall, best first (BM25 without an embedder); ``notes`` say when recall was degraded.
     ``pin_first`` puts up to ten pinned entries first; ``include_superseded`` appends matching entries that
-    were folded into another."""
+    were folded into another. The filter parameters (``tags_any``, ``source``, ``importance_min``, ...) keep
+    only the entries they match, applied to every candidate, so they never hide a match."""
     results = rv.memory.search(
         query,
         category=category,
@@ -286,9 +294,39 @@ def search_entries(
         scope=scope_of(agent, user_id, session_id),
         pin_first=pin_first,
         include_superseded=include_superseded,
+        filter=flt,
     )
     # SearchResults is the list of hits itself (with mode and notes): each hit is read as a HitOut.
     return SearchOut(mode=results.mode, notes=list(results.notes), hits=list(results))
+
+
+@router.get("/entries/list", response_model=PageOut, summary="List entries, a page at a time")
+def list_entries(
+    rv: Engine,
+    agent: ReadAgent,
+    order: OrderQuery = "newest",
+    cursor: CursorQuery = None,
+    category: Category = None,
+    limit: Annotated[int | None, Query(ge=1, le=1000, description="entries per page (default 100)")] = None,
+    include_archived: bool = False,
+    user_id: UserQuery = None,
+    session_id: SessionQuery = None,
+    flt: FilterQuery = None,
+) -> PageOut:
+    """The scope's entries the filter keeps, one page at a time, in ``order`` (newest, oldest, recent,
+    updated, importance). Pass ``next_cursor`` back as ``cursor`` for the next page; it is null on the last.
+    Keyset paging: in the newest and oldest orders a walk sees every entry that exists for the whole walk
+    exactly once, whatever is written meanwhile; there is no cap on how far a walk goes."""
+    page = rv.memory.list(
+        filter=flt,
+        order=order,
+        cursor=cursor,
+        limit=limit,
+        category=category,
+        include_archived=include_archived,
+        scope=scope_of(agent, user_id, session_id),
+    )
+    return PageOut(items=[EntryOut.model_validate(e) for e in page.items], next_cursor=page.next_cursor)
 
 
 @router.get("/entries/{entry_id}", response_model=EntryOut, responses=NOT_FOUND, summary="Read one entry")
@@ -347,12 +385,24 @@ def set_importance(
 
 @router.get("/entries/{entry_id}/history", response_model=list[VersionOut], responses=NOT_FOUND, summary="Versions")
 def entry_history(
-    rv: Engine, agent: ReadAgent, entry_id: EntryId, user_id: UserQuery = None, session_id: SessionQuery = None
+    rv: Engine,
+    agent: ReadAgent,
+    entry_id: EntryId,
+    response: Response,
+    user_id: UserQuery = None,
+    session_id: SessionQuery = None,
+    limit: Annotated[int | None, Query(ge=1, le=1000, description="page: at most this many versions")] = None,
+    cursor: CursorQuery = None,
 ) -> list[VersionOut]:
-    """Every version of the entry, oldest first."""
-    return [
-        VersionOut.model_validate(v) for v in rv.memory.history(entry_id, scope=scope_of(agent, user_id, session_id))
-    ]
+    """Every version of the entry, oldest first. With ``limit`` or ``cursor``: one page, the next page's
+    cursor in the ``X-Next-Cursor`` header (absent on the last page)."""
+    scope = scope_of(agent, user_id, session_id)
+    if limit is None and cursor is None:
+        return [VersionOut.model_validate(v) for v in rv.memory.history(entry_id, scope=scope)]
+    page = rv.memory.history_page(entry_id, cursor=cursor, limit=limit, scope=scope)
+    if page.next_cursor is not None:
+        response.headers["X-Next-Cursor"] = page.next_cursor
+    return [VersionOut.model_validate(v) for v in page.items]
 
 
 @router.post(

@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent, require_user
 from reverie.api.errors import COMMON_ERRORS, CONFLICT, NOT_FOUND
+from reverie.api.filters import CursorQuery
 from reverie.api.schemas import SESSION_ID_PATTERN, Deleted, Flag, RequestModel, UserQuery, ValueOut, Whole
 
 router = APIRouter(
@@ -134,9 +135,22 @@ def create_session(rv: Engine, agent: WriteAgent, body: SessionIn) -> SessionOut
 
 
 @router.get("/sessions", response_model=list[SessionOut], summary="List sessions")
-def list_sessions(rv: Engine, agent: ReadAgent) -> list[SessionOut]:
-    """The agent's sessions, most recently active first (deleted ones hidden)."""
-    return [SessionOut.model_validate(s) for s in rv.conversation.list(agent)]
+def list_sessions(
+    rv: Engine,
+    agent: ReadAgent,
+    response: Response,
+    limit: Annotated[int | None, Query(ge=1, le=1000, description="page: at most this many sessions")] = None,
+    cursor: CursorQuery = None,
+) -> list[SessionOut]:
+    """The agent's sessions, most recently active first (deleted ones hidden). With ``limit`` or ``cursor``,
+    one page, newest first (by creation), and the next page's cursor in the ``X-Next-Cursor`` header (absent
+    on the last page); a walk sees every session that existed for the whole walk exactly once."""
+    if limit is None and cursor is None:
+        return [SessionOut.model_validate(s) for s in rv.conversation.list(agent)]
+    page = rv.conversation.page(agent, cursor=cursor, limit=limit)
+    if page.next_cursor is not None:
+        response.headers["X-Next-Cursor"] = page.next_cursor
+    return [SessionOut.model_validate(s) for s in page.items]
 
 
 @router.get("/sessions/{session_id}", response_model=SessionInfoOut, responses=NOT_FOUND, summary="Session info")

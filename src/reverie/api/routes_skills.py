@@ -20,6 +20,7 @@ from pydantic import AliasChoices, BaseModel, Field
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND, ErrorBody
+from reverie.api.filters import CursorQuery
 from reverie.api.schemas import RequestModel, ValueOut, Whole
 from reverie.skills import SkillSaved
 from reverie.skills.inputs import (
@@ -88,6 +89,7 @@ class SkillSavedOut(ValueOut):
 
 class SkillListOut(ValueOut):
     skills: list[SkillOut] = Field(description="in name order")
+    next_cursor: str | None = Field(None, description="pass as cursor for the next page; null on the last page")
 
 
 class SkillHitOut(ValueOut):
@@ -154,11 +156,14 @@ def list_skills(
     agent: ReadAgent,
     prefix: Annotated[str, Query(max_length=MAX_NAME_CHARS + 1, description="only this name and those under it")] = "",
     include_archived: Annotated[bool, Query(description="archived skills too")] = False,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT, description="at most this many")] = 1000,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT, description="at most this many (a page)")] = 1000,
+    cursor: CursorQuery = None,
 ) -> SkillListOut:
-    """The agent's skills named ``prefix`` or under ``prefix/`` (all for an empty prefix), in name order."""
-    skills = rv.skills.list(agent, prefix, include_archived=include_archived, limit=limit)
-    return SkillListOut(skills=list(skills))
+    """The agent's skills named ``prefix`` or under ``prefix/`` (all for an empty prefix), in name order, a
+    page of at most ``limit``; ``next_cursor``, passed back as ``cursor``, gives the next page (null on the
+    last). A walk sees every skill that existed for the whole walk exactly once."""
+    page = rv.skills.page(agent, prefix, include_archived=include_archived, limit=limit, cursor=cursor)
+    return SkillListOut(skills=list(page.items), next_cursor=page.next_cursor)
 
 
 @router.get("/skills:search", response_model=SkillSearchOut, summary="Search skills")
@@ -173,7 +178,9 @@ def search_skills(
     return SkillSearchOut.model_validate(rv.skills.search(agent, query, limit=limit, prefix=prefix))
 
 
-@router.post("/skills:usage", response_model=UsageRecordedOut, responses=NOT_FOUND, summary="Record skill usage")
+@router.post(
+    "/skills:usage", status_code=201, response_model=UsageRecordedOut, responses=NOT_FOUND, summary="Record skill usage"
+)
 def record_usage(rv: Engine, agent: WriteAgent, body: UsageIn) -> UsageRecordedOut:
     """Log that a session used these live skills (and move their ``last_used_at``); 404 when one is not a
     live skill of the agent, and then nothing is recorded."""

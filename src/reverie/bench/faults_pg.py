@@ -5,9 +5,9 @@ family kills it), a real ``reverie serve`` on a database of it, and client threa
 API without pause. After ``WARM_SECONDS`` the whole server is killed (SIGKILL to the postmaster and every
 backend), stays down ``DOWN_SECONDS``, and is started again (crash recovery) on the same socket.
 
-A failure is: an answer other than 200, or than 503 with a ``Retry-After`` header, at any time; a request
+A failure is: an answer other than 201 (saved), or than 503 with a ``Retry-After`` header, at any time; a request
 that takes longer than ``BOUND_SECONDS`` to be answered (hung on the dead server); a dropped connection; no
-save succeeding within ``RECOVERY_SECONDS`` of the restart. A lost write is a save answered 200 that a
+save succeeding within ``RECOVERY_SECONDS`` of the restart. A lost write is a save answered 201 that a
 ``GET`` of its id does not find afterwards.
 """
 
@@ -37,6 +37,7 @@ DOWN_SECONDS = 8.0
 AFTER_SECONDS = 3.0
 RECOVERY_SECONDS = 60.0
 BOUND_SECONDS = 15.0  # well past the wait for a connection (store.connect_timeout_seconds, 5 s by default)
+SAVED = 201  # what POST /entries answers: a POST that adds a record is 201 Created (docs/api.md, Conventions)
 
 
 @dataclass
@@ -69,12 +70,12 @@ class Load:
                 answer = _save(client, self.phase, f"client {n} save {i}: the user keeps Lisbon hours")
                 with self.lock:
                     self.answers.append(answer)
-                if answer.status != 200:
+                if answer.status != SAVED:
                     time.sleep(0.2)  # a client backs off a little after a refusal
 
     def successes_after(self, phase: str) -> int:
         with self.lock:
-            return sum(1 for a in self.answers if a.phase == phase and a.status == 200)
+            return sum(1 for a in self.answers if a.phase == phase and a.status == SAVED)
 
 
 def _save(client: httpx.Client, phase: str, text: str) -> Answer:
@@ -85,7 +86,7 @@ def _save(client: httpx.Client, phase: str, text: str) -> Answer:
         return Answer(phase, time.monotonic() - started, 0, error=type(exc).__name__)
     took = time.monotonic() - started
     entry_id = None
-    if response.status_code == 200:
+    if response.status_code == SAVED:
         entry_id = str(response.json().get("entry", {}).get("id"))
     return Answer(
         phase,
@@ -93,7 +94,7 @@ def _save(client: httpx.Client, phase: str, text: str) -> Answer:
         response.status_code,
         response.headers.get("retry-after"),
         entry_id,
-        "" if response.status_code == 200 else short(response.text, 160),
+        "" if response.status_code == SAVED else short(response.text, 160),
     )
 
 
@@ -146,7 +147,7 @@ def _check(load: Load, api: ServeProcess, secret: str, result: FamilyResult) -> 
         elif a.status == 503 and a.retry_after is None:
             result.check(False, f"{a.phase}: 503 without Retry-After: {a.error}")
         else:
-            result.check(a.status in (200, 503), f"{a.phase}: answered {a.status}: {a.error}")
+            result.check(a.status in (SAVED, 503), f"{a.phase}: answered {a.status}: {a.error}")
         if a.status and a.seconds > BOUND_SECONDS:
             result.fail(f"{a.phase}: answered {a.status} only after {a.seconds:.1f} s (bound {BOUND_SECONDS:g} s)")
     down = [a for a in load.answers if a.phase == "down" and a.status]

@@ -51,11 +51,23 @@ def status(ctx: typer.Context, as_json: bool = JsonOption) -> None:
             render.embedding(embedding)
 
 
-def reindex(ctx: typer.Context, as_json: bool = JsonOption) -> None:
+def reindex(
+    ctx: typer.Context,
+    force: bool = typer.Option(
+        False, "--force", help="Re-embed every entry, even those that have a vector of the configured model."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
     """Re-embed every entry with the configured embedding model (after a model change). Resumable: an
-    interrupted reindex picks up where it stopped."""
-    from rich.progress import Progress
+    interrupted reindex picks up where it stopped. --force re-embeds everything even when the model is
+    unchanged (its weights or settings changed under the same name); run again if interrupted. The progress
+    bar is on stderr.
 
+    \b
+    Example:
+      reverie reindex
+      reverie reindex --force --json
+    """
     from reverie.settings import home_from_env
 
     try:
@@ -63,18 +75,32 @@ def reindex(ctx: typer.Context, as_json: bool = JsonOption) -> None:
     except ReverieError as exc:
         fail(exc)
     try:
-        pending = int(str(rv.embedding_status()["pending"]))
-        with Progress(console=console, transient=as_json, disable=as_json) as bar:
-            task = bar.add_task(f"embedding with {rv.embedder.model_id if rv.embedder else 'none'}", total=pending)
-            done = 0
-            while step := rv.embed_pending(limit=256):
-                done += step
-                bar.update(task, completed=done)
+        done = _reembed(rv, force=force, quiet=as_json)
         emit({"embedded": done, **rv.embedding_status()}, as_json, f"re-embedded {done} entries")
     except ReverieError as exc:
         fail(exc)
     finally:
         rv.close()
+
+
+def _reembed(rv: reverie.Reverie, *, force: bool, quiet: bool) -> int:
+    """Embed what is pending (``force``: every entry) with a progress bar on stderr (none when ``quiet``)."""
+    from rich.progress import Progress
+
+    worker = rv.embedding
+    if worker is None:  # no embedder configured: nothing to embed
+        return 0
+    stats = rv.stats()
+    total = stats.live + stats.archived if force else int(str(rv.embedding_status()["pending"]))
+    with Progress(console=err_console, transient=quiet, disable=quiet) as bar:
+        task = bar.add_task(f"embedding with {rv.embedder.model_id if rv.embedder else 'none'}", total=total)
+        if force:
+            return worker.reembed_all(on_batch=lambda done: bar.update(task, completed=done))
+        done = 0
+        while step := rv.embed_pending(limit=256):
+            done += step
+            bar.update(task, completed=done)
+        return done
 
 
 def doctor(

@@ -10,6 +10,12 @@ Start-up: every CLI module is imported to build the command line, so what they i
 clock, types, views, pure ``core`` rules) are imported at the top; settings, storage and the engine are
 imported by the functions that use them, and Rich by the first print (``console``, ``err_console`` and
 ``escape`` here defer it). tests/integration/test_startup_imports.py holds this.
+
+Output (docs/cli.md, Conventions): stdout carries only the command's data (text, or JSON with ``--json``);
+notes, warnings, progress bars and errors go to stderr, except that under ``--json`` an error is a JSON object
+on stdout (``error_json``: the HTTP API's error shape and kinds) so a script reads one stream. The exit code is
+the same either way: 2 for bad input or an unknown id, 1 for anything else. Text read from standard input
+(``-``) loses its trailing newlines (what ``echo`` and heredocs add), nothing else.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -26,7 +33,16 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 import typer
 
 import reverie
-from reverie.errors import EmbeddingError, LLMError, NotFound, ReverieError, StorageError, ValidationError
+from reverie.errors import (
+    OTHER_KIND,
+    EmbeddingError,
+    LLMError,
+    NotFound,
+    ReverieError,
+    StorageError,
+    ValidationError,
+    error_kind,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,7 +89,23 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON instead of text.")
+# Whether the running command was given --json: its errors are then JSON on stdout. Set by the option's
+# callback as the command's options are parsed, and reset by the root callback before every command.
+_errors_as_json: ContextVar[bool] = ContextVar("reverie_cli_errors_as_json", default=False)
+
+
+def errors_as_json(value: bool) -> bool:
+    """``--json``'s callback (and the root's reset): report this command's errors as JSON or as text."""
+    _errors_as_json.set(value)
+    return value
+
+
+JsonOption = typer.Option(
+    False,
+    "--json",
+    help="Print machine-readable JSON instead of text (errors too, on stdout).",
+    callback=errors_as_json,
+)
 AgentOption = typer.Option("default", "--agent", "-a", envvar="REVERIE_AGENT", help="Agent id (scope).")
 UserOption = typer.Option(None, "--user", "-u", help="User id (scope); omit for agent-wide memory.")
 SessionOption = typer.Option(None, "--session", "-s", help="Session id (scope).")
@@ -95,12 +127,29 @@ def state(ctx: typer.Context) -> State:
 
 
 def fail(exc: ReverieError | str) -> NoReturn:
-    """Report an error on stderr and exit: 2 for bad input or an unknown id, 1 for everything else."""
-    message = str(exc)
-    # One line however long (a log keeps it whole), and the message's own brackets are text, not markup.
-    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
-    code = 2 if isinstance(exc, ValidationError | NotFound) else 1
-    raise typer.Exit(code)
+    """Report an error and exit: 2 for bad input or an unknown id, 1 for everything else. One line on stderr,
+    or with ``--json`` the ``error_json`` object on stdout."""
+    if _errors_as_json.get():
+        sys.stdout.write(json.dumps(error_json(exc), ensure_ascii=False) + "\n")
+    else:
+        # One line however long (a log keeps it whole), and the message's own brackets are text, not markup.
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
+    raise typer.Exit(exit_code(exc))
+
+
+def exit_code(exc: ReverieError | str) -> int:
+    """2 for bad input or an unknown id, 1 for everything else."""
+    return 2 if isinstance(exc, ValidationError | NotFound) else 1
+
+
+def error_json(exc: ReverieError | str, *, kind: str | None = None, field: str | None = None) -> dict[str, Any]:
+    """An error as the HTTP API's error body: ``{error, message, field, details}``, ``error`` the same kind
+    the API names (``reverie.errors.error_kind``; a plain message, the CLI's own failure, is ``server``)."""
+    if kind is None:
+        kind = OTHER_KIND if isinstance(exc, str) else error_kind(exc)
+    if field is None and isinstance(exc, ValidationError):
+        field = exc.field
+    return {"error": kind, "message": str(exc), "field": field, "details": []}
 
 
 def damage_advice(exc: ReverieError) -> ReverieError:
@@ -282,5 +331,7 @@ def emit(value: Any, as_json: bool, message: str) -> None:
 
 
 def read_text_argument(value: str) -> str:
-    """``-`` means: read the text from standard input."""
-    return sys.stdin.read() if value == "-" else value
+    """``-`` means: read the text from standard input, without its trailing newlines (``echo`` and heredocs
+    end the text with one; spaces and everything before them are kept). A text given as the argument is
+    taken as it is."""
+    return sys.stdin.read().rstrip("\r\n") if value == "-" else value

@@ -95,10 +95,20 @@ def abort(ctx: typer.Context, agent: str = AgentOption, as_json: bool = JsonOpti
 
 
 @app.command()
-def history(ctx: typer.Context, agent: str = AgentOption, limit: int = 10, as_json: bool = JsonOption) -> None:
-    """Recorded dream runs, newest first: the audit trail (phase, tokens, cost, pass reports)."""
+def history(
+    ctx: typer.Context,
+    agent: str = AgentOption,
+    limit: int = 10,
+    cursor: str | None = typer.Option(None, "--cursor", help="The page after this cursor (printed by a page)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Recorded dream runs, newest first: the audit trail (phase, tokens, cost, pass reports). When more runs
+    are recorded than shown, stderr gives the cursor of the next page (--cursor)."""
     with engine(ctx) as rv:
-        runs = rv.dream.history(agent, limit=limit)
+        page = rv.dream.history_page(agent, cursor=cursor, limit=limit)
+        runs = list(page.items)
+        if page.next_cursor is not None:
+            typer.echo(f"more: reverie dream history --cursor {page.next_cursor}", err=True)
         if as_json:
             emit_json(runs)
             return

@@ -18,6 +18,7 @@ from reverie.core.text import preview
 from reverie.errors import ValidationError
 
 if TYPE_CHECKING:  # the service (and the storage port it imports) loads when a command runs
+    from reverie.engine import Reverie
     from reverie.graph.service import EntitySubgraph, GraphPath, Triple
     from reverie.types import Entity
 
@@ -111,12 +112,18 @@ def list_entities(
     ctx: typer.Context,
     type_: str | None = typer.Option(None, "--type", "-t", help="Only entities of this type."),
     limit: int | None = LimitOption,
+    every: bool = typer.Option(False, "--all", help="Every entity, page after page, in id order."),
+    cursor: str | None = typer.Option(None, "--cursor", help="The page (id order) after this cursor."),
     agent: str = AgentOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """List entities, most recently seen first."""
+    """List entities, most recently seen first; with --all every one (in id order, walked a page at a time),
+    with --cursor the page after it (stderr gives the cursor of the next)."""
     with engine(ctx) as rv:
-        found = rv.graph.list_entities(agent, type=type_, limit=limit)
+        if every or cursor is not None:
+            found = _entity_pages(rv, agent, type_, limit, cursor, every=every)
+        else:
+            found = rv.graph.list_entities(agent, type=type_, limit=limit)
         if as_json:
             emit_json(found)
             return
@@ -124,6 +131,23 @@ def list_entities(
             console.print("no entities", markup=False)
         for entity in found:
             console.print(_entity_line(entity))
+
+
+def _entity_pages(
+    rv: Reverie, agent: str, type_: str | None, limit: int | None, cursor: str | None, *, every: bool
+) -> list[Entity]:
+    """The page after ``cursor`` (None: the first), or with ``every`` all pages from there; the cursor of the
+    next page goes to stderr when it stops early."""
+    found: list[Entity] = []
+    while True:
+        page = rv.graph.entities_page(agent, type=type_, cursor=cursor, limit=limit)
+        found.extend(page.items)
+        if page.next_cursor is None:
+            return found
+        if not every:
+            typer.echo(f"more: reverie kg list-entities --cursor {page.next_cursor}", err=True)
+            return found
+        cursor = page.next_cursor
 
 
 @app.command("search-entities")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from typing import TYPE_CHECKING
+
 import typer
 
-from reverie.cli import kv, render
+from reverie.cli import filters, kv, render
 from reverie.cli.common import (
     AgentOption,
     JsonOption,
@@ -15,9 +18,16 @@ from reverie.cli.common import (
     emit_json,
     engine,
     escape,
+    fail,
     read_text_argument,
     scope_of,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from reverie.engine import Reverie
+    from reverie.types import CategoryCount, MemoryEntry, Page
 
 app = typer.Typer(
     help="Long-term memory: save, search, browse, archive, restore, history, explain, lint.", no_args_is_help=True
@@ -85,12 +95,45 @@ def search(
         False, "--include-superseded", help="Append matching entries folded into another (labelled)."
     ),
     explain: bool = typer.Option(False, "--explain", help="Under each hit: what found it and its score's parts."),
+    tag: list[str] | None = filters.TagOption,
+    tag_all: list[str] | None = filters.TagAllOption,
+    source: str | None = filters.SourceOption,
+    tier: str | None = filters.TierOption,
+    min_importance: float | None = filters.MinImportanceOption,
+    max_importance: float | None = filters.MaxImportanceOption,
+    subject_from: str | None = filters.SubjectFromOption,
+    subject_to: str | None = filters.SubjectToOption,
+    created_from: str | None = filters.CreatedFromOption,
+    created_to: str | None = filters.CreatedToOption,
+    updated_from: str | None = filters.UpdatedFromOption,
+    updated_to: str | None = filters.UpdatedToOption,
+    pinned: bool | None = filters.PinnedOption,
+    meta: list[str] | None = filters.MetaOption,
     agent: str = AgentOption,
     user: str | None = UserOption,
     session: str | None = SessionOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Search long-term memory: BM25 and embeddings fused (hybrid), or one of them."""
+    """Search long-term memory: BM25 and embeddings fused (hybrid), or one of them; the filter flags (as in
+    `memory list`) keep only the entries they match.
+
+    Example: reverie memory search "deploy steps" --tag work --source user"""
+    flt = filters.entry_filter(
+        tag=tag,
+        tag_all=tag_all,
+        source=source,
+        tier=tier,
+        min_importance=min_importance,
+        max_importance=max_importance,
+        subject_from=subject_from,
+        subject_to=subject_to,
+        created_from=created_from,
+        created_to=created_to,
+        updated_from=updated_from,
+        updated_to=updated_to,
+        pinned=pinned,
+        meta=meta,
+    )
     with engine(ctx, read=True) as rv:
         rv.embed_pending()  # entries saved by earlier commands get their vectors before we search
         results = rv.memory.search(
@@ -103,6 +146,7 @@ def search(
             scope=scope_of(agent, user, session),
             pin_first=pin_first,
             include_superseded=include_superseded,
+            filter=flt,
         )
         if as_json:
             emit_json({"mode": results.mode, "notes": list(results.notes), "hits": list(results)})
@@ -116,19 +160,100 @@ def search(
 def list_(
     ctx: typer.Context,
     category: str | None = typer.Option(None, "--category", "-c", help="Only this category and below."),
-    limit: int | None = typer.Option(None, "--limit", "-n", help="How many entries (default 20)."),
+    limit: int | None = typer.Option(None, "--limit", "-n", help="How many entries (default 20; any number)."),
+    order: str = typer.Option("newest", "--order", help="newest, oldest, recent, updated or importance."),
+    cursor: str | None = typer.Option(None, "--cursor", help="Start after this next_cursor of an earlier list."),
+    every: bool = typer.Option(False, "--all", help="Every entry, page after page (with --json: JSON Lines)."),
+    archived: bool = typer.Option(False, "--archived", help="Include archived entries."),
+    tag: list[str] | None = filters.TagOption,
+    tag_all: list[str] | None = filters.TagAllOption,
+    source: str | None = filters.SourceOption,
+    tier: str | None = filters.TierOption,
+    min_importance: float | None = filters.MinImportanceOption,
+    max_importance: float | None = filters.MaxImportanceOption,
+    subject_from: str | None = filters.SubjectFromOption,
+    subject_to: str | None = filters.SubjectToOption,
+    created_from: str | None = filters.CreatedFromOption,
+    created_to: str | None = filters.CreatedToOption,
+    updated_from: str | None = filters.UpdatedFromOption,
+    updated_to: str | None = filters.UpdatedToOption,
+    pinned: bool | None = filters.PinnedOption,
+    meta: list[str] | None = filters.MetaOption,
     agent: str = AgentOption,
     user: str | None = UserOption,
     session: str | None = SessionOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Browse: the most recently reinforced entries, then the full category taxonomy."""
+    """List entries, newest first, through the filter flags; then, on a first page, the category taxonomy.
+    A listing longer than one page prints the cursor to go on with (on stderr; in --json, next_cursor).
+
+    Example: reverie memory list --tag work --min-importance 0.7 --all --json > work.jsonl"""
+    from reverie.errors import ValidationError
+    from reverie.views.entry import face_json
+
+    if limit is not None and limit < 1:
+        fail(ValidationError("--limit must be at least 1", field="limit"))
+    flt = filters.entry_filter(
+        tag=tag,
+        tag_all=tag_all,
+        source=source,
+        tier=tier,
+        min_importance=min_importance,
+        max_importance=max_importance,
+        subject_from=subject_from,
+        subject_to=subject_to,
+        created_from=created_from,
+        created_to=created_to,
+        updated_from=updated_from,
+        updated_to=updated_to,
+        pinned=pinned,
+        meta=meta,
+    )
+    scope = scope_of(agent, user, session)
+    listing = {"filter": flt, "order": order, "category": category, "include_archived": archived, "scope": scope}
     with engine(ctx, read=True) as rv:
-        result = rv.memory.browse(category=category, limit=limit, scope=scope_of(agent, user, session))
+        walk = filters.pages(rv, None if every else (limit or 20), cursor, **listing)
+        if every and as_json:
+            for page in walk:  # JSON Lines, a page at a time: any number of entries in constant memory
+                for entry in page.items:
+                    typer.echo(json.dumps(face_json(entry), ensure_ascii=False))
+            return
+        first = cursor is None and not every
+        taxonomy = rv.memory.browse(category=category, limit=1, scope=scope).taxonomy if first else ()
+        _show_listing(rv, walk, taxonomy, as_json, category=category, narrowed=flt is not None)
+
+
+def _show_listing(
+    rv: Reverie,
+    walk: Iterator[Page[MemoryEntry]],
+    taxonomy: tuple[CategoryCount, ...],
+    as_json: bool,
+    *,
+    category: str | None,
+    narrowed: bool,
+) -> None:
+    """Print the pages of a listing (as one JSON object with ``--json``), the taxonomy, and on stderr the
+    cursor to go on with when the listing stopped before its end."""
+    entries: list[MemoryEntry] = []  # kept for --json only; text is printed a page at a time
+    printed = 0
+    next_cursor = None
+    for page in walk:
         if as_json:
-            emit_json(result)
+            entries.extend(page.items)
         else:
-            render.browse(result, rv.clock.now())
+            for entry in page.items:
+                console.print(render.entry_line(entry, rv.clock.now()))
+        printed += len(page.items)
+        next_cursor = page.next_cursor
+    if as_json:
+        emit_json({"entries": entries, "next_cursor": next_cursor, "taxonomy": list(taxonomy), "category": category})
+        return
+    if not printed:
+        console.print("No entries match." if narrowed or category else "No live memories.")
+    if taxonomy:
+        console.print(render.taxonomy_tree(taxonomy))
+    if next_cursor is not None:
+        typer.echo(f"more: reverie memory list --cursor {next_cursor} (with the same flags)", err=True)
 
 
 @app.command()

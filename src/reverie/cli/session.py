@@ -46,10 +46,23 @@ def create(
 
 
 @app.command("list")
-def list_(ctx: typer.Context, agent: str = AgentOption, as_json: bool = JsonOption) -> None:
-    """The agent's sessions, most recently active first (deleted ones hidden)."""
+def list_(
+    ctx: typer.Context,
+    limit: int | None = typer.Option(None, "--limit", "-n", help="One page of this many, newest first (1-1000)."),
+    cursor: str | None = typer.Option(None, "--cursor", help="The page after this cursor (printed by a page)."),
+    agent: str = AgentOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """The agent's sessions, most recently active first (deleted ones hidden); with -n or --cursor, one page,
+    newest first, and on stderr the cursor of the next."""
     with engine(ctx) as rv:
-        sessions = rv.conversation.list(agent)
+        if limit is None and cursor is None:
+            sessions = rv.conversation.list(agent)
+        else:
+            page = rv.conversation.page(agent, cursor=cursor, limit=limit)
+            sessions = list(page.items)
+            if page.next_cursor is not None:
+                typer.echo(f"more: reverie session list --cursor {page.next_cursor}", err=True)
         if as_json:
             emit_json(sessions)
             return

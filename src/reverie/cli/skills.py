@@ -53,12 +53,16 @@ def list_(
     prefix: str = typer.Option("", "--prefix", "-p", help="Only this name and the skills under it (mcp)."),
     archived: bool = typer.Option(False, "--archived", help="Include archived skills."),
     limit: int = typer.Option(1000, "--limit", "-n", help="At most this many (1 to 1000)."),
+    cursor: str | None = typer.Option(None, "--cursor", help="The page after this cursor (printed by a page)."),
     agent: str = AgentOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """The agent's skills in name order."""
+    """The agent's skills in name order; when more exist than -n, stderr gives the cursor of the next page."""
     with engine(ctx) as rv:
-        skills = rv.skills.list(agent, prefix, include_archived=archived, limit=limit)
+        page = rv.skills.page(agent, prefix, include_archived=archived, limit=limit, cursor=cursor)
+        skills = list(page.items)
+        if page.next_cursor is not None:
+            typer.echo(f"more: reverie skills list --cursor {page.next_cursor}", err=True)
         if as_json:
             emit_json([skill_json(s) for s in skills])
             return

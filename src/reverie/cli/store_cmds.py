@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
-from reverie.cli.common import JsonOption, console, emit, emit_json, escape, fail, state
+from reverie.cli.common import JsonOption, console, emit, emit_json, err_console, escape, fail, state
 from reverie.clock import SystemClock
 from reverie.errors import ReverieError, StorageError
 
@@ -82,7 +82,8 @@ def copy(
         fail(StorageError(f"no store at {_shown(src_url)}"))
     # The source is only read: a read-only one is copied as it is (and never migrated by the copy).
     with _opened(src_url, options, "read") as src, _opened(dst_url, options) as dst:
-        with Progress(console=console, transient=as_json, disable=as_json) as bar:
+        # Status, not data: the bar is on stderr, so stdout holds only the summary (or the JSON).
+        with Progress(console=err_console, transient=as_json, disable=as_json) as bar:
             tasks: dict[str, TaskID] = {}
 
             def tick(table: str, done: int, total: int) -> None:

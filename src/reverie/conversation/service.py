@@ -47,13 +47,13 @@ from reverie.conversation.compaction import (
     fresh_metadata,
     uncovered,
 )
-from reverie.core import validate
+from reverie.core import filters, validate
 from reverie.core.transcripts import record_key
 from reverie.errors import Conflict, NotFound, ReverieError, ValidationError
 from reverie.llm.base import LLM
 from reverie.logs import StoredLog, validate_session_id
 from reverie.storage.base import Store
-from reverie.types import Scope, SessionRecord, TurnCounts, TurnRecord
+from reverie.types import Page, Scope, SessionRecord, TurnCounts, TurnRecord
 from reverie.views.plain import to_jsonable
 
 log = logging.getLogger("reverie.conversation")
@@ -202,6 +202,23 @@ class ConversationMemory:
     def list(self, agent_id: str = "default") -> builtins.list[SessionRecord]:
         """The agent's sessions (deleted ones hidden), most recently active first."""
         return self._store.sessions.list(validate.identifier(agent_id, name="agent_id"))
+
+    def page(
+        self, agent_id: str = "default", *, cursor: str | None = None, limit: int | None = None
+    ) -> Page[SessionRecord]:
+        """One page of the agent's sessions (deleted ones hidden), newest first (by creation), at most
+        ``limit`` (1..1000, default 100) long; pass ``next_cursor`` back as ``cursor`` for the next page (None
+        on the last). Keyset paging on (created_at, id), which no write moves: a walk sees every session that
+        existed for the whole walk exactly once."""
+        agent = validate.identifier(agent_id, name="agent_id")
+        count = validate.limit(100 if limit is None else limit)
+        return filters.keyset_page(
+            lambda after, n: self._store.sessions.page(agent, after, n),
+            cursor,
+            count,
+            filters.fingerprint("sessions", agent),
+            lambda s: (s.created_at.isoformat(), s.session_id),
+        )
 
     def get(self, session_id: str, *, agent_id: str = "default") -> SessionRecord:
         """The session; ``NotFound`` when unknown or deleted."""

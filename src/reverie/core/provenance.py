@@ -1,8 +1,10 @@
 """Provenance (seed 000): where a fact came from, and how trust combines.
 
 Sources, most trusted first: ``user`` (the user said or confirmed it), ``tool:<name>`` (read from that
-tool's result), ``inferred`` (the agent's own conclusion; ``inference`` is an alias). Anything else is
-dropped, and the caller is told.
+tool's result), ``inferred`` (the agent's own conclusion; ``inference`` is an alias). ``import:<format>``
+(``import:markdown``, ``import:mem0``: brought in from another system's records, ``reverie.portability``) is
+trusted like a tool's result: a record someone kept, not the user speaking now. Anything else is dropped, and
+the caller is told.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 
 _TOOL = re.compile(r"tool:([A-Za-z0-9_.\-/]{1,100})", re.IGNORECASE)
+_IMPORT = re.compile(r"import:([A-Za-z0-9_.\-]{1,100})", re.IGNORECASE)
 
 
 def normalize_source(raw: str | None) -> tuple[str | None, str | None]:
@@ -25,14 +28,17 @@ def normalize_source(raw: str | None) -> tuple[str | None, str | None]:
     tool = _TOOL.fullmatch(value)
     if tool:
         return "tool:" + tool.group(1), None
-    return None, f"source {raw!r} is not one of user, tool:<name>, inferred; it was dropped"
+    imported = _IMPORT.fullmatch(value)
+    if imported:
+        return "import:" + imported.group(1).lower(), None
+    return None, f"source {raw!r} is not one of user, tool:<name>, inferred, import:<format>; it was dropped"
 
 
 def trust_rank(source: str | None) -> int:
-    """Higher is more trusted: user 3, tool 2, inferred 1, unknown 0."""
+    """Higher is more trusted: user 3, tool or import 2, inferred 1, unknown 0."""
     if source == "user":
         return 3
-    if source is not None and source.startswith("tool:"):
+    if source is not None and source.startswith(("tool:", "import:")):
         return 2
     if source == "inferred":
         return 1

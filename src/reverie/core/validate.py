@@ -332,6 +332,20 @@ def has_nul(value: object) -> bool:
     return False
 
 
+def flag(value: object, *, name: str) -> bool:
+    """A true/false option: a bool, nothing else (1, "yes" and None are refused)."""
+    if not isinstance(value, bool):
+        raise ValidationError(f"{name} must be true or false", field=name)
+    return value
+
+
+def optional_text(value: object, *, name: str) -> str | None:
+    """A string or None; anything else is refused."""
+    if value is None or isinstance(value, str):
+        return value
+    raise ValidationError(f"{name} must be a string", field=name)
+
+
 def limit(value: object, *, maximum: int = 1000) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         raise ValidationError(f"limit must be a whole number from 1 to {maximum}", field="limit")

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from reverie.clock import Clock
-from reverie.core import validate
+from reverie.core import filters, validate
 from reverie.core.coverage import Vocabulary
 from reverie.dream import holder as holders
 from reverie.dream.ledger import DreamPassLedger
@@ -47,7 +47,7 @@ from reverie.llm.base import LLM
 from reverie.llm.usage import agent_context
 from reverie.runtime.background import BackgroundService, Backoff, report_failure
 from reverie.storage.base import DreamLockState, Store
-from reverie.types import DreamRun
+from reverie.types import DreamRun, Page
 
 log = logging.getLogger("reverie.dream")
 TRIGGERS = ("scheduled", "manual", "idle")
@@ -302,6 +302,30 @@ class DreamService(BackgroundService):
         runs = self._store.dream.runs(agent, limit=limit)
         reaped = [self._reap(a)[1] for a in sorted({r.agent_id for r in runs if r.phase == "running"})]
         return self._store.dream.runs(agent, limit=limit) if any(r is not None for r in reaped) else runs
+
+    def history_page(
+        self, agent_id: str | None = None, *, cursor: str | None = None, limit: int | None = None
+    ) -> Page[DreamRun]:
+        """One page of recorded runs (of one agent, or all), newest started first, at most ``limit`` (1..1000,
+        default 100) long; pass ``next_cursor`` back as ``cursor`` for the next (None on the last). Keyset on
+        (started_at, run_id), which never change: a walk sees every run recorded before it exactly once."""
+        agent = None if agent_id is None else validate.identifier(agent_id, name="agent_id")
+        count = validate.limit(100 if limit is None else limit)
+
+        def page() -> Page[DreamRun]:
+            return filters.keyset_page(
+                lambda after, n: self._store.dream.runs_page(agent, after, n),
+                cursor,
+                count,
+                filters.fingerprint("dream-runs", agent),
+                lambda r: (r.started_at.isoformat(), r.run_id),
+            )
+
+        found = page()
+        running = sorted({r.agent_id for r in found.items if r.phase == "running"})
+        # As history(): a run whose holder died is shown interrupted, so read the page again once reaped.
+        reaped = [self._reap(a)[1] for a in running]
+        return page() if any(r is not None for r in reaped) else found
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the schedule's thread, then the heartbeat's (call it once no dream of this service runs)."""

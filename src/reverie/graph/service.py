@@ -33,14 +33,14 @@ from datetime import datetime
 from typing import Any, Final, TypeVar
 
 from reverie.clock import Clock
+from reverie.core import filters, validate
 from reverie.core import graph as rules
-from reverie.core import validate
 from reverie.core.graph import THING
 from reverie.errors import Conflict, NotFound, ValidationError
 from reverie.graph import inputs as checks
 from reverie.graph.inputs import MAX_DEPTH, MAX_LIMIT
 from reverie.storage.base import Store
-from reverie.types import Entity, Relation
+from reverie.types import Entity, Page, Relation
 
 log = logging.getLogger("reverie.graph")
 T = TypeVar("T")
@@ -273,6 +273,24 @@ class KnowledgeGraph:
         agent = checks.agent(agent_id)
         kind = None if type is None else checks.entity_type(type)
         return self._store.graph.list_entities(agent, type=kind, limit=self._limit(limit))
+
+    def entities_page(
+        self, agent_id: str, *, type: str | None = None, cursor: str | None = None, limit: int | None = None
+    ) -> Page[Entity]:
+        """Live entities (of one type) a page at a time, in id order (stable, not meaningful), at most
+        ``limit`` (default ``list_limit``); ``next_cursor`` for the next page (None on the last). Keyset on the
+        id: a walk sees every entity that was live for the whole walk exactly once."""
+        agent = checks.agent(agent_id)
+        kind = None if type is None else checks.entity_type(type)
+        return filters.keyset_page(
+            lambda after, n: self._store.graph.entities_page(
+                agent, type=kind, after=None if after is None else after[1], limit=n
+            ),
+            cursor,
+            self._limit(limit),
+            filters.fingerprint("entities", agent, kind),
+            lambda entity: (None, entity.entity_id),
+        )
 
     def search_entities(self, agent_id: str, text: str, *, limit: int | None = None) -> list[Entity]:
         """Live entities whose name contains ``text`` (case-insensitive), exact names first."""

@@ -10,6 +10,9 @@ Invariants:
 - A session belongs to the key that opened it: the SDK answers another key's request for it with 404.
 - Without keys (``auth=False``, loopback only, enforced by the CLI) every request is a keyless caller for
   ``X-Reverie-Agent`` or the default agent.
+- A refusal has the HTTP API's error shape (``{error, message, field, details}``, kinds ``unauthorized``,
+  ``forbidden``, ``validation``) and a 401 or 403 also the RFC 6750 ``WWW-Authenticate: Bearer`` challenge
+  (``error="invalid_token"`` / ``"insufficient_scope"`` and an ``error_description``), as OAuth clients read it.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from reverie.api.errors import error_response
 from reverie.api.serving import serve_until_signalled
 from reverie.core import validate
 from reverie.errors import ValidationError
@@ -60,7 +64,7 @@ class KeyAuth:
         try:
             named = _agent_header(headers)
         except ValidationError as exc:
-            await _refuse(400, "invalid_request", str(exc))(scope, receive, send)
+            await _refuse(422, "validation", str(exc), field="X-Reverie-Agent")(scope, receive, send)
             return
         if not self._auth:
             await self._app({**scope, CALLER_KEY: Caller(named or self._default_agent)}, receive, send)
@@ -69,11 +73,13 @@ class KeyAuth:
         key = None if secret is None else await anyio.to_thread.run_sync(self._keys.authenticate, secret)
         if key is None:
             message = "the API key is not valid" if secret else "an API key is required (Authorization: Bearer <key>)"
-            await _refuse(401, "invalid_token", message)(scope, receive, send)
+            await _refuse(401, "unauthorized", message, challenge="invalid_token" if secret else None)(
+                scope, receive, send
+            )
             return
         if key.agent_id is not None and named not in (None, key.agent_id):
             message = f"this key acts for agent {key.agent_id!r} only, not {named!r}"
-            await _refuse(403, "insufficient_scope", message)(scope, receive, send)
+            await _refuse(403, "forbidden", message, challenge="insufficient_scope")(scope, receive, send)
             return
         caller = Caller(key.agent_id or named or self._default_agent, key)
         await self._app({**scope, CALLER_KEY: caller, "user": _user(key)}, receive, send)
@@ -130,7 +136,19 @@ def _user(key: ApiKey) -> AuthenticatedUser:
     return AuthenticatedUser(AccessToken(token=key.key_id, client_id=key.key_id, scopes=list(key.scopes)))
 
 
-def _refuse(status: int, error: str, message: str) -> JSONResponse:
+def _refuse(
+    status: int, kind: str, message: str, *, field: str | None = None, challenge: str | None = None
+) -> Response:
+    """The HTTP API's error body; a 401 or 403 also carries the Bearer challenge. ``challenge`` is RFC 6750's
+    error code, left out when the request sent no key at all (as RFC 6750 section 3.1 asks)."""
     log.info("refused an MCP request (%d): %s", status, message)
-    headers = {"WWW-Authenticate": f'Bearer error="{error}"'} if status in (401, 403) else None
-    return JSONResponse({"error": error, "error_description": message}, status_code=status, headers=headers)
+    response = error_response(status, kind, message, field=field)
+    if status in (401, 403):
+        params = "" if challenge is None else f' error="{challenge}", error_description="{_quotable(message)}"'
+        response.headers["WWW-Authenticate"] = f"Bearer{params}"
+    return response
+
+
+def _quotable(text: str) -> str:
+    """``text`` as RFC 6750 allows inside a quoted ``error_description``: printable ASCII without ``"`` or ``\\``."""
+    return "".join(c if " " <= c <= "~" and c not in '"\\' else "?" for c in text)

@@ -150,21 +150,23 @@ class Aging:
             return self._write_reads(waiting)
 
     def _write_reads(self, waiting: dict[str, list[datetime]]) -> int:
-        updated = 0
+        """One transaction: the waiting entries' read accumulators read (rows locked), folded with the new
+        reads, and written back as one batched two-column UPDATE: no full row, no version, no change-log row."""
+        params = self.config.retention
         with self._store.transaction():
+            stored = self._store.facts.read_states(list(waiting))
+            reads: list[tuple[str, float, datetime]] = []
             for entry_id, stamps in waiting.items():
-                scope = self._store.facts.owner(entry_id)
-                entry = None if scope is None else self._store.facts.get(entry_id, scope)
-                if entry is None:
-                    continue
-                state = None if entry.read_at is None else ReadState(entry.read_strength, entry.read_at)
+                if entry_id not in stored:
+                    continue  # gone meanwhile (purged)
+                tier, strength, read_at = stored[entry_id]
+                state = None if read_at is None else ReadState(strength, read_at)
                 for at in stamps:
-                    state = record_read(state, now=at, tier=entry.tier, params=self.config.retention)
+                    state = record_read(state, now=at, tier=tier, params=params)
                 assert state is not None
-                changed = replace(entry, read_strength=state.strength, read_at=state.at)
-                self._store.facts.write(changed, change=Change.HOUSEKEEPING, at=self._clock.now())
-                updated += 1
-        return updated
+                reads.append((entry_id, state.strength, state.at))
+            self._store.facts.write_reads(reads)
+        return len(reads)
 
     def _live(self, agent_id: str | None) -> Iterator[MemoryEntry]:
         return (e for e in self._store.facts.iter_all(agent_id) if not e.archived)

@@ -11,6 +11,12 @@ and the same top-level category:
   sees through ``get``. Entries wait for this check in the store (``fold_pending``), so a restart, another
   process or a re-embedding after a model change neither loses nor repeats it.
 
+The save-time lookup only reads, so a save makes it before taking the write lock (``plan_save``) and re-checks
+it under the lock (``fold_on_save`` with the plan) through the agent's change log: when an entry it read
+changed meanwhile, or an entry written meanwhile could be a match itself, it runs again under the lock. The
+outcome is the one a lookup under the lock gives (another write may only have shifted BM25's statistics, as
+if it had landed just after the save), while the lock is held for the writes, not the lookup.
+
 ``core.dedupe.decide`` and the merge coverage check then choose reinforced, extended or created; a pair that
 differs in stance (``core.stance``: a negation, an antonym, a flipped comparison, a moved time) is a changed
 belief, never a restatement: the new text is its own entry and, with ``on_contradiction = "supersede"``, the
@@ -39,7 +45,7 @@ from reverie.core import text
 from reverie.core.coverage import Vocabulary, category_matches
 from reverie.core.dedup import Decision, Verdict, decide, extend_text, top_category
 from reverie.core.provenance import least_trusted, most_trusted
-from reverie.core.stance import StanceDifference, stance_difference, topic_overlap
+from reverie.core.stance import StanceDifference, StanceVocabulary, stance_difference, topic_overlap
 from reverie.core.subject_time import merge_subject_time
 from reverie.embed.base import Vectors
 from reverie.errors import StorageError
@@ -47,7 +53,7 @@ from reverie.memory.contradiction import SUPERSEDE, ContradictionMode, supersede
 from reverie.recall.hybrid import HybridSearch
 from reverie.recall.index import VectorIndex
 from reverie.storage.base import FactFilter, Store
-from reverie.types import Change, MemoryEntry
+from reverie.types import Change, MemoryEntry, Scope
 
 log = logging.getLogger("reverie.dedup")
 BYPASS_CATEGORIES = ("feedback", "claim/capability")
@@ -65,6 +71,21 @@ class DedupConfig:
     max_extended_content_length: int = 2000
     candidates: int = 8
     on_contradiction: ContradictionMode = SUPERSEDE  # memory.contradiction
+
+
+@dataclass(frozen=True, slots=True)
+class SavePlan:
+    """``Deduplicator.plan_save``'s answer for one candidate, made before the save's write transaction.
+
+    ``mark``: the agent's change-log position read before the lookup (None: no lookup was made); ``looked``:
+    the ids the lookup read; ``existing`` and ``decision``: the entry the candidate would fold into or
+    contradict and ``decide``'s verdict on the pair (None: the candidate would be created)."""
+
+    candidate: MemoryEntry
+    mark: int | None
+    looked: frozenset[str]
+    existing: MemoryEntry | None
+    decision: Decision | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,16 +123,76 @@ class Deduplicator:
         self._recall = recall
 
     # -- at save time ----------------------------------------------------------------------------------
-    def fold_on_save(self, candidate: MemoryEntry, now: datetime) -> tuple[str, MemoryEntry] | Contradicted | None:
+    def plan_save(self, candidate: MemoryEntry, now: datetime) -> SavePlan:
+        """The read-only half of ``fold_on_save``, run BEFORE the save's write transaction (the lexical lookup,
+        the scoring and ``decide`` hold no write lock): which live entry ``candidate`` would reinforce, extend or
+        contradict, if any, with the agent's change-log position read before the lookup. ``fold_on_save`` with
+        the plan re-checks it cheaply under the lock."""
+        if not self.config.enabled or bypasses(candidate):
+            return SavePlan(candidate, mark=None, looked=frozenset(), existing=None, decision=None)
+        mark = self._store.facts.log_position(candidate.scope.agent_id)  # first: a change after it is replayed
+        looked, matches = self._lexical_lookup(candidate, now)
+        vocabulary = self._vocabulary()
+        for existing in matches:
+            decision = decide(existing.content, candidate.content, category=existing.category, vocabulary=vocabulary)
+            if decision.verdict is not Verdict.DISTINCT:
+                return SavePlan(candidate, mark=mark, looked=looked, existing=existing, decision=decision)
+        return SavePlan(candidate, mark=mark, looked=looked, existing=None, decision=None)
+
+    def fold_on_save(
+        self, candidate: MemoryEntry, now: datetime, plan: SavePlan | None = None
+    ) -> tuple[str, MemoryEntry] | Contradicted | None:
         """Reinforce or extend the live entry ``candidate`` restates, writing it; returns the outcome and the
         updated entry, ``Contradicted`` when the closest entry says the opposite (the caller creates the
         candidate and supersedes that entry), or None when the candidate should be created. Call inside a
         store transaction. The candidate was seen at its ``last_seen_at`` (``now``, or the observed time of a
-        dated save): a reinforcement or extension moves the entry's ``last_seen_at`` to it, never backwards."""
+        dated save): a reinforcement or extension moves the entry's ``last_seen_at`` to it, never backwards.
+
+        ``plan`` (``plan_save``'s, for this candidate, made before the transaction): used when it still holds,
+        i.e. no entry the lookup read changed since and no entry that could now match was written (the agent's
+        change log since the plan's position says so), and the chosen entry still has the text and category
+        the decision read; the decision is then applied to the entry as it is now. Otherwise the whole lookup
+        runs again here, under the lock, so the outcome is the one the lookup inside the lock would give."""
         if not self.config.enabled or bypasses(candidate):
             return None
+        seen = candidate.last_seen_at
+        if plan is not None and plan.candidate == candidate and self._plan_holds(plan):
+            if plan.existing is None or plan.decision is None:
+                return None
+            fresh = self._store.facts.get(plan.existing.id, plan.existing.scope)
+            if (
+                fresh is not None
+                and (fresh.content, fresh.category) == (plan.existing.content, plan.existing.category)
+                and self._comparable(candidate, fresh)
+            ):
+                return self._apply(fresh, candidate, plan.decision, now, seen)
         matches = self._lexical_matches(candidate, now)
-        return self._first_applicable(matches, candidate, now, seen=candidate.last_seen_at)
+        return self._first_applicable(matches, candidate, now, seen=seen)
+
+    def _plan_holds(self, plan: SavePlan) -> bool:
+        """Whether nothing the plan's lookup depends on was written since its log position: no entry it read
+        changed, and no entry written since (created, edited, restored, moved) could be a match itself. (A
+        write elsewhere in the agent may still shift BM25's statistics: the same as that write landing just
+        after this save.)"""
+        if plan.mark is None:
+            return True  # no lookup was made (deduplication off, a bypassed entry)
+        candidate = plan.candidate
+        changes = self._store.facts.text_changes(candidate.scope.agent_id, plan.mark)
+        if changes.watermark < plan.mark:
+            return False  # the log was replaced (a restored backup)
+        stance = self._vocabulary().stance
+        for fact_id, row in changes.rows:
+            if fact_id in plan.looked:
+                return False
+            if row is None or row.archived or fact_id == candidate.id:
+                continue
+            if Scope(candidate.scope.agent_id, row.user_id, row.session_id) != candidate.scope:
+                continue
+            if top_category(row.category) != top_category(candidate.category):
+                continue
+            if self._lexical_score(row.content, candidate.content, stance) >= self.config.lexical_similarity_threshold:
+                return False
+        return True
 
     def _first_applicable(
         self,
@@ -137,28 +218,38 @@ class Deduplicator:
         return None
 
     def _lexical_matches(self, candidate: MemoryEntry, now: datetime) -> list[MemoryEntry]:
+        return self._lexical_lookup(candidate, now)[1]
+
+    def _lexical_lookup(self, candidate: MemoryEntry, now: datetime) -> tuple[frozenset[str], list[MemoryEntry]]:
+        """The ids of every entry the BM25 lookup returned, and those within the lexical threshold of
+        ``candidate`` that it may fold into, most similar first."""
         match = text.fts_match(text.query_terms(candidate.content))
         if match is None:
-            return []
+            return frozenset(), []
         flt = FactFilter(scope=candidate.scope, now=now, category_prefix=top_category(candidate.category))
         scored: list[tuple[float, MemoryEntry]] = []
         stance, threshold = self._vocabulary().stance, self.config.lexical_similarity_threshold
-        for entry, _ in self._store.facts.search(match, flt, self.config.candidates):
+        found = self._store.facts.search(match, flt, self.config.candidates)
+        for entry, _ in found:
             if not self._comparable(candidate, entry):
                 continue
-            # What the two texts are about, without the words that carry stance: "does not deploy" must meet
-            # "deploys" (they share few tokens), and "no longer allergic to eggs" must not meet "no longer
-            # allergic to gluten" on the strength of "no longer" (decide would take it for a paraphrase).
-            score = topic_overlap(entry.content, candidate.content, stance)
-            if score < threshold and stance_difference(entry.content, candidate.content, stance):
-                # A correction with a slip in it ("Harbor never deplys …") must still meet its fact. Only for a
-                # pair that differs in stance: decide can then only call it a contradiction or distinct, never
-                # fold it, so a typo-tolerant match can never swallow a text.
-                score = topic_overlap(entry.content, candidate.content, stance, typos=True)
+            score = self._lexical_score(entry.content, candidate.content, stance)
             if score >= threshold:
                 scored.append((score, entry))
         scored.sort(key=lambda pair: -pair[0])  # stable: equal scores keep the index's order
-        return [entry for _, entry in scored]
+        return frozenset(entry.id for entry, _ in found), [entry for _, entry in scored]
+
+    def _lexical_score(self, existing: str, new: str, stance: StanceVocabulary) -> float:
+        # What the two texts are about, without the words that carry stance: "does not deploy" must meet
+        # "deploys" (they share few tokens), and "no longer allergic to eggs" must not meet "no longer
+        # allergic to gluten" on the strength of "no longer" (decide would take it for a paraphrase).
+        score = topic_overlap(existing, new, stance)
+        if score < self.config.lexical_similarity_threshold and stance_difference(existing, new, stance):
+            # A correction with a slip in it ("Harbor never deplys …") must still meet its fact. Only for a
+            # pair that differs in stance: decide can then only call it a contradiction or distinct, never
+            # fold it, so a typo-tolerant match can never swallow a text.
+            score = topic_overlap(existing, new, stance, typos=True)
+        return score
 
     @staticmethod
     def _comparable(candidate: MemoryEntry, entry: MemoryEntry) -> bool:
@@ -234,8 +325,17 @@ class Deduplicator:
         (one matrix product per agent instead of a scan of the agent's vectors per entry: at 50,000 vectors a
         scan cost ~17 ms of CPU, as much as embedding the entry). The fold writes no vector, so these are the
         neighbours a search per entry would find (another process's writes meanwhile aside, which the next
-        batch sees); hydration still filters them."""
+        batch sees); hydration still filters them. Found before the fold's write transaction, so no vector
+        search holds the write lock; a lone entry (the common case under live load) is searched as the fold
+        would search it."""
         index = self._recall.index if self._recall is not None else None
+        if index is not None and len(waiting) == 1:
+            fact_id, vector = waiting[0]
+            scope = self._store.facts.owner(fact_id)
+            if scope is None:
+                return {}
+            query = np.asarray(vector, dtype=np.float32)
+            return {fact_id: index.search(scope.agent_id, query, self.config.candidates + 1)}
         if not isinstance(index, VectorIndex) or len(waiting) < 2:
             return {}
         by_agent: dict[str, list[tuple[str, Vectors]]] = {}

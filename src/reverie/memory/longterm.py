@@ -18,19 +18,22 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, overload
 
 from reverie.clock import Clock
-from reverie.core import validate
+from reverie.core import filters, validate
 from reverie.core.provenance import normalize_source
 from reverie.errors import Conflict, NotFound, ValidationError
+from reverie.memory import listing
 from reverie.memory.contradiction import CONTRADICTION, SUPERSEDE, supersede, with_supersedes
-from reverie.memory.dedup import Contradicted, Deduplicator
+from reverie.memory.dedup import Contradicted, Deduplicator, SavePlan
 from reverie.recall.hybrid import MODES, HybridSearch
 from reverie.storage.base import FactFilter, PurgeRule, Store
 from reverie.types import (
     VALID_TO,
     Browse,
     Change,
+    EntryFilter,
     EntryVersion,
     MemoryEntry,
+    Page,
     PurgeReport,
     SaveRejection,
     SaveResult,
@@ -181,8 +184,12 @@ class LongTermMemory:
     def _save(
         self, entry: MemoryEntry, notes: tuple[str, ...], now: datetime, dedup: object, *, expand: bool
     ) -> SaveResult:
+        use_dedup = validate.flag(dedup, name="dedup")
+        # The lookup for an entry to fold into only reads: made before the write lock is taken (saves, reads
+        # and the embedding worker all queue on it), then re-checked cheaply under it (Deduplicator.fold_on_save).
+        plan = self._dedup.plan_save(entry, now) if use_dedup and self._dedup is not None else None
         with self._store.transaction():
-            result = self._store_one(entry, now, _flag(dedup, "dedup"), expand=expand)
+            result = self._store_one(entry, now, use_dedup, expand=expand, plan=plan)
             entry = result.entry
             new_text = result.outcome in ("created", "extended", "superseded")
             if new_text and self._extract is not None and self._extract(entry):
@@ -192,12 +199,15 @@ class LongTermMemory:
         self._on_activity(entry.scope)
         return replace(result, notes=notes + result.notes)
 
-    def _store_one(self, entry: MemoryEntry, now: datetime, dedup: bool, *, expand: bool = False) -> SaveResult:
+    def _store_one(
+        self, entry: MemoryEntry, now: datetime, dedup: bool, *, expand: bool = False, plan: SavePlan | None = None
+    ) -> SaveResult:
         """Create, reinforce, extend or supersede; ``expand``: a created, extended or superseding entry (new
-        text) waits for the background expansion. Call inside a store transaction."""
+        text) waits for the background expansion; ``plan``: the deduplication lookup made for ``entry`` before
+        the transaction (``Deduplicator.plan_save``). Call inside a store transaction."""
         if not dedup or self._dedup is None:
             return SaveResult("created", self._add(replace(entry, expand_pending=expand)))
-        folded = self._dedup.fold_on_save(entry, now)
+        folded = self._dedup.fold_on_save(entry, now, plan)
         if isinstance(folded, Contradicted):
             return self._contradicting(entry, folded, now, expand=expand)
         if folded is None:
@@ -264,7 +274,7 @@ class LongTermMemory:
         item's position, the error message and the field. Arguments of the batch itself (``scope``,
         ``dedup``, ``on_error``, ``observed_at``, ``items`` not iterable) always raise."""
         default_scope = validate.scope(scope)
-        use_dedup = _flag(dedup, "dedup")
+        use_dedup = validate.flag(dedup, name="dedup")
         if on_error not in ON_ERROR:
             raise ValidationError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}", field="on_error")
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
@@ -334,7 +344,8 @@ class LongTermMemory:
         clean_meta = validate.metadata(metadata)
         validate.subject_time(clean_meta)
         # An explicit source wins over metadata["source"]; either way it goes through the same check.
-        raw_source = _optional_str(source if source is not None else clean_meta.pop("source", None), "source")
+        given = source if source is not None else clean_meta.pop("source", None)
+        raw_source = validate.optional_text(given, name="source")
         clean_meta.pop("source", None)
         canonical, note = normalize_source(raw_source)
         if canonical is not None:
@@ -352,7 +363,7 @@ class LongTermMemory:
             importance=validate.unit_interval(
                 cfg.default_importance if importance is None else importance, name="importance"
             ),
-            pinned=_flag(pinned, "pinned"),
+            pinned=validate.flag(pinned, name="pinned"),
             metadata=clean_meta,
         )
         return entry, ((note,) if note else ())
@@ -470,6 +481,14 @@ class LongTermMemory:
         entry = self._get(entry_id, scope=clean_scope)
         return self._store.versions.history(entry.id, clean_scope)
 
+    def history_page(
+        self, entry_id: str, *, cursor: str | None = None, limit: int | None = None, scope: Scope | None = None
+    ) -> Page[EntryVersion]:
+        """``history`` a page at a time (1..1000, default 100), oldest first; ``next_cursor`` for the next."""
+        clean_scope, count = validate.scope(scope), validate.limit(listing.DEFAULT_PAGE if limit is None else limit)
+        entry = self._get(entry_id, scope=clean_scope)
+        return listing.versions(self._store, entry.id, clean_scope, cursor, count)
+
     def search(
         self,
         query: str,
@@ -482,6 +501,7 @@ class LongTermMemory:
         scope: Scope | None = None,
         pin_first: bool = False,
         include_superseded: bool = False,
+        filter: EntryFilter | None = None,
     ) -> SearchResults:
         """Recall, best first. ``mode``: ``auto`` (hybrid when an embedder is configured, else BM25),
         ``bm25``, ``vector`` or ``hybrid``. ``min_similarity`` overrides the vector floor for this call.
@@ -493,21 +513,23 @@ class LongTermMemory:
         ``include_superseded`` appends up to ``limit`` entries folded into another (archived with
         ``superseded_by`` set) that match the query, labelled ``superseded``. With the engine's
         ``belief_authority_weight`` w > 0, scores are multiplied by ``(1 - w) + w · confidence`` and
-        re-ranked; w = 0 leaves ranking exactly as recall made it."""
+        re-ranked; w = 0 leaves ranking exactly as recall made it. ``filter`` keeps only the entries it
+        matches (``EntryFilter``), applied in SQL to every candidate read, so it never hides a match the
+        indexes would have found."""
         query = validate.query(query)
         count = validate.limit(self.config.search_limit if limit is None else limit)
         if mode not in MODES:
             raise ValidationError(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
         floor = None if min_similarity is None else validate.unit_interval(min_similarity, name="min_similarity")
-        pinned = _flag(pin_first, "pin_first")
-        superseded = _flag(include_superseded, "include_superseded")
-        flt = self._filter(scope, category, include_archived)
+        pinned = validate.flag(pin_first, name="pin_first")
+        superseded = validate.flag(include_superseded, name="include_superseded")
+        flt = replace(self._filter(scope, category, include_archived), entry=filters.entry_filter(filter))
         if not query.strip():
             self._on_activity(flt.scope)
             browsed = SearchResults(
                 [SearchHit(e, 0.0, "recent") for e in self._store.facts.recent(flt, count)], mode="browse"
             )
-            return self._pinned_first(browsed, flt) if pinned else browsed
+            return listing.pinned_first(self._store, browsed, flt, PIN_FIRST_MAX) if pinned else browsed
         results = self._ranked(query, flt, count, mode, floor)
         needle = query.strip()
         if len(results) < count and mode != "vector":
@@ -517,7 +539,7 @@ class LongTermMemory:
         if superseded:
             results.extend(self._superseded(query, flt, results, count, mode, floor))
         if pinned:
-            results = self._pinned_first(results, flt)
+            results = listing.pinned_first(self._store, results, flt, PIN_FIRST_MAX)
         self._on_read([h.entry.id for h in results])
         self._on_activity(flt.scope)
         return results
@@ -550,21 +572,6 @@ class LongTermMemory:
         folded = [h for h in found if h.entry.superseded_by is not None and h.entry.id not in seen]
         return [SearchHit(h.entry, h.score, "superseded") for h in folded[:count]]
 
-    def _pinned_first(self, results: SearchResults, flt: FactFilter) -> SearchResults:
-        """Up to ``PIN_FIRST_MAX`` live pinned entries ``flt`` lets through, most recently reinforced first,
-        ahead of ``results`` (which lose their copies of them; a pinned hit keeps its score)."""
-        # The store has no pinned filter: list the agent's pinned ids, then read them through ``flt`` (scope,
-        # expiry, category). Linear in the agent's entries; a store-side filter would make it an index read.
-        ids = [e.id for e in self._store.facts.iter_all(flt.scope.agent_id) if e.pinned and not e.archived]
-        live = replace(flt, include_archived=False)
-        found = self._store.facts.get_many(ids, live) if ids else []
-        pinned = sorted(found, key=lambda e: (e.last_seen_at, e.id), reverse=True)[:PIN_FIRST_MAX]
-        scores = {h.entry.id: h.score for h in results}
-        ahead = [SearchHit(e, scores.get(e.id, 0.0), "pinned") for e in pinned]
-        taken = {e.id for e in pinned}
-        rest = [h for h in results if h.entry.id not in taken]
-        return SearchResults(ahead + rest, mode=results.mode, notes=results.notes)
-
     def browse(self, *, category: str | None = None, limit: int | None = None, scope: Scope | None = None) -> Browse:
         """The query-less look: most recently reinforced first, then the scope's full taxonomy."""
         count = validate.limit(self.config.browse_limit if limit is None else limit)
@@ -574,22 +581,29 @@ class LongTermMemory:
         self._on_activity(flt.scope)
         return Browse(entries=tuple(entries), taxonomy=tuple(taxonomy), category=flt.category_prefix)
 
+    def list(
+        self,
+        *,
+        filter: EntryFilter | None = None,
+        order: str = "newest",
+        cursor: str | None = None,
+        limit: int | None = None,
+        category: str | None = None,
+        include_archived: bool = False,
+        scope: Scope | None = None,
+    ) -> Page[MemoryEntry]:
+        """One page of the scope's entries that ``filter`` (and ``category``) keep, in ``order`` (``newest``,
+        ``oldest``, ``recent``, ``updated``, ``importance``), at most ``limit`` (1..1000, default 100) long.
+        Pass the page's ``next_cursor`` as ``cursor`` for the next page; it is None on the last. Reads
+        nothing into retention (a listing is not recall). See ``memory.listing`` for the paging guarantees."""
+        count = validate.limit(listing.DEFAULT_PAGE if limit is None else limit)
+        flt = replace(self._filter(scope, category, include_archived), entry=filters.entry_filter(filter))
+        return listing.page(self._store, flt, filters.order(order), cursor, count)
+
     def _filter(self, scope: Scope | None, category: str | None, include_archived: bool) -> FactFilter:
         return FactFilter(
             scope=validate.scope(scope),
             now=self._clock.now(),
             category_prefix=validate.category_prefix(category),
-            include_archived=_flag(include_archived, "include_archived"),
+            include_archived=validate.flag(include_archived, name="include_archived"),
         )
-
-
-def _optional_str(value: object, name: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise ValidationError(f"{name} must be a string", field=name)
-
-
-def _flag(value: object, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise ValidationError(f"{name} must be true or false", field=name)
-    return value

@@ -534,7 +534,7 @@ class ProactiveMemory:
     def sweep(self, agent_id: str, *, force: bool = True) -> SweepReport:
         """Run the agent's decay sweep now (``force=False``: only when due, as the dream's maintenance does),
         from the accesses counted so far."""
-        agent, forced = validate.agent_id(agent_id), _flag(force, "force")
+        agent, forced = validate.agent_id(agent_id), validate.flag(force, name="force")
         self._flush_waiting()
         return self.upkeep.sweep(agent, force=forced)
 
@@ -543,7 +543,7 @@ class ProactiveMemory:
         whole history with ``full`` (the default here), else the most recent ``consolidate_window``."""
         agent = validate.agent_id(agent_id)
         user = None if user_id is None else validate.identifier(user_id, name="user_id")
-        whole = _flag(full, "full")
+        whole = validate.flag(full, name="full")
         self._flush_waiting()
         return self.upkeep.consolidate(agent, user_id=user, full=whole)
 
@@ -578,10 +578,4 @@ def _message(value: object, name: str) -> str:
         raise ValidationError(f"{name} contains a NUL character", field=name)
     if len(value) > MAX_MESSAGE_CHARS:
         raise ValidationError(f"{name} is longer than {MAX_MESSAGE_CHARS:,} characters", field=name)
-    return value
-
-
-def _flag(value: object, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise ValidationError(f"{name} must be true or false", field=name)
     return value

@@ -416,7 +416,7 @@ class HybridSearch:
         # ``depth``): a BM25 hit is judged by it. Fewer candidates than asked for: the index scored every
         # vector the agent has, so an entry missing here has none.
         scores = {i: s for i, s in nearest.found.items() if i in nearest.entries}
-        complete = len(nearest.found) < nearest.depth * VECTOR_OVERFETCH
+        complete = len(nearest.found) < nearest.asked
         return _Signal(scores, {i: nearest.entries[i] for i in scores}, complete=complete)
 
     def _nearest(self, query: str, vector: npt.NDArray[np.float32], flt: FactFilter, depth: int) -> _Nearest:
@@ -428,12 +428,27 @@ class HybridSearch:
         if cached is None or cached.depth < depth:
             assert self.index is not None
             self.fetches["vector"] += 1
-            # Over-fetch: candidates of other users/sessions, archived or expired ones are filtered out below.
-            found = dict(self.index.search(flt.scope.agent_id, vector, depth * VECTOR_OVERFETCH))
-            cached = _Nearest(found, {e.id: e for e in self._store.facts.candidates(list(found), flt)}, depth)
+            found, passed, asked = self._nearest_through(vector, flt, depth)
+            cached = _Nearest(found, passed, depth, asked)
             if shared is not None:
                 shared[key] = cached
         return cached
+
+    def _nearest_through(
+        self, vector: npt.NDArray[np.float32], flt: FactFilter, depth: int
+    ) -> tuple[dict[str, float], dict[str, FactCandidate], int]:
+        """The index's nearest candidates and those ``flt`` lets through. Over-fetch: candidates of other
+        users/sessions, archived or expired ones are filtered out. With an ``EntryFilter`` (which the index
+        cannot see) the index is asked ever deeper until ``depth`` candidates pass or it has no more, so a
+        narrow filter never hides an entry the index would otherwise have found."""
+        assert self.index is not None
+        k = depth * VECTOR_OVERFETCH
+        while True:
+            found = dict(self.index.search(flt.scope.agent_id, vector, k))
+            passed = {e.id: e for e in self._store.facts.candidates(list(found), flt)}
+            if flt.entry is None or len(passed) >= depth or len(found) < k:
+                return found, passed, k
+            k *= 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,7 +457,8 @@ class _Nearest:
 
     found: dict[str, float]
     entries: dict[str, FactCandidate]
-    depth: int  # the candidates asked for (times the over-fetch)
+    depth: int  # the candidates asked for (before the over-fetch)
+    asked: int  # the candidates the index was last asked for: it had no more when it gave fewer
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,7 +505,7 @@ class _Candidates:
 
 def _shape(flt: FactFilter) -> tuple[Any, ...]:
     """What decides a filter's candidates, less ``now``: within one operation its moments are equivalent."""
-    return (flt.scope, flt.category_prefix, flt.include_archived)
+    return (flt.scope, flt.category_prefix, flt.include_archived, flt.entry)
 
 
 def _sequence_key(entry: Ranked) -> tuple[str, int] | None:

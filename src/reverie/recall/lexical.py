@@ -260,8 +260,10 @@ class LexicalIndex:
 
     @staticmethod
     def supports(flt: FactFilter) -> bool:
-        """Whether ``search`` can answer for ``flt`` (it holds no archived entries)."""
-        return not flt.include_archived
+        """Whether ``search`` can answer for ``flt``: it holds no archived entries, and knows none of the fields
+        an ``EntryFilter`` tests (the store's full-text search applies one in its query, so a filter never
+        cuts the matches at the candidate depth)."""
+        return not flt.include_archived and flt.entry is None
 
     def search(self, flt: FactFilter, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
         """The ``k`` best entries for ``terms`` (index words, ``core.tokens.search_terms``) that ``flt``'s

@@ -76,6 +76,37 @@ class EmbeddingWorker(BackgroundService):
                 done += len(batch)
         return done
 
+    def reembed_all(self, on_batch: Callable[[int], object] | None = None) -> int:
+        """Embed every entry again, archived included, whether or not it has a vector of the active model
+        (``reverie reindex --force``: the model id is the same but what it computes changed). Each vector
+        replaces the entry's old one as its batch is written, so an interrupted run leaves only current
+        vectors and is simply run again. ``on_batch`` gets the running count after each batch. The texts are
+        unchanged, so the deduplication pass (``on_embedded``) is not run. Raises ``EmbeddingError``."""
+        done = 0
+        batch: list[tuple[str, str]] = []
+        with self._run_lock:
+            for entry in self._store.facts.iter_all():
+                if self._stop.is_set():
+                    break
+                batch.append((entry.id, entry.content))
+                if len(batch) == self._batch_size:
+                    done += self._write(batch)
+                    batch = []
+                    if on_batch is not None:
+                        on_batch(done)
+            if batch and not self._stop.is_set():
+                done += self._write(batch)
+                if on_batch is not None:
+                    on_batch(done)
+        return done
+
+    def _write(self, batch: list[tuple[str, str]]) -> int:
+        """Embed ``(fact id, text)`` pairs and store their vectors (skipped for a text that changed since)."""
+        vectors = self._embedder.embed([text[: self._max_chars] for _, text in batch])
+        rows = [(fid, text, vectors[i].tobytes()) for i, (fid, text) in enumerate(batch)]
+        self._store.vectors.put_many(rows, model=self._embedder.model_id, dim=self._embedder.dim, at=self._clock.now())
+        return len(batch)
+
     # -- background -------------------------------------------------------------------------------
     def _loop(self) -> None:
         backoff = Backoff(1.0, 60.0)

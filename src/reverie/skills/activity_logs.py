@@ -105,10 +105,6 @@ class ToolCallRecord:
 
 
 # -- validation ---------------------------------------------------------------------------------------------
-def _flag(value: object, field: str) -> bool:
-    if not isinstance(value, bool):
-        raise ValidationError(f"{field} must be true or false", field=field)
-    return value
 
 
 def _text(value: object, field: str, max_chars: int) -> str:
@@ -150,7 +146,7 @@ def _steps(value: object) -> tuple[Step, ...]:
         if unknown:
             raise ValidationError(f"steps[{i}] has unknown keys {sorted(map(str, unknown))}", field="steps")
         name = _text(raw["name"], f"steps[{i}].name", MAX_STEP_NAME_CHARS)
-        ok = _flag(raw["ok"], f"steps[{i}].ok")
+        ok = validate.flag(raw["ok"], name=f"steps[{i}].ok")
         error = _optional_text(raw.get("error"), f"steps[{i}].error", MAX_ERROR_CHARS)
         out.append(Step(name, ok, error))
     return tuple(out)
@@ -253,7 +249,7 @@ class ExecutionLog(_WindowedLog):
             at=self._clock.now(),
             agent_id=validate.agent_id(agent_id),
             description=_text(description, "description", MAX_DESCRIPTION_CHARS),
-            success=_flag(success, "success"),
+            success=validate.flag(success, name="success"),
             steps=_steps(steps),
             session_id=_session(session_id),
             skill=None if skill is None else inputs.name(skill, field="skill"),
@@ -278,7 +274,7 @@ class ExecutionLog(_WindowedLog):
                         at=at,
                         agent_id=agent_id,
                         description=_text(raw.get("description"), "description", MAX_DESCRIPTION_CHARS),
-                        success=_flag(raw.get("success"), "success"),
+                        success=validate.flag(raw.get("success"), name="success"),
                         steps=_steps(raw.get("steps")),
                         session_id=_session(raw.get("session_id")),
                         skill=None if raw.get("skill") is None else inputs.name(raw.get("skill"), field="skill"),
@@ -309,7 +305,7 @@ class ToolCallLog(_WindowedLog):
             at=self._clock.now(),
             agent_id=validate.agent_id(agent_id),
             tool=_tool(tool),
-            ok=_flag(ok, "ok"),
+            ok=validate.flag(ok, name="ok"),
             session_id=_session(session_id),
             error=_optional_text(error, "error", MAX_ERROR_CHARS),
             arguments=tool_arguments(arguments),
@@ -338,7 +334,7 @@ class ToolCallLog(_WindowedLog):
                         at=at,
                         agent_id=agent_id,
                         tool=_tool(raw.get("tool")),
-                        ok=_flag(raw.get("ok"), "ok"),
+                        ok=validate.flag(raw.get("ok"), name="ok"),
                         session_id=_session(raw.get("session_id")),
                         error=_optional_text(raw.get("error"), "error", MAX_ERROR_CHARS),
                         arguments=_stored_arguments(raw.get("arguments")),

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from reverie.clock import Clock
-from reverie.core import validate
+from reverie.core import filters, validate
 from reverie.core.skill_signals import is_sparse
 from reverie.embed.base import Embedder, embed_queries
 from reverie.errors import Conflict, EmbeddingError, NotFound, ValidationError
@@ -39,7 +39,7 @@ from reverie.skills.changes import SkillChanges, SkillDraft, apply_changes
 from reverie.skills.rank import SkillHit, lexical_scores, rank, semantic_scores
 from reverie.skills.usage import AtRisk, SkillUsageLog
 from reverie.storage.base import Store
-from reverie.types import CoUsage, Skill, SkillSaved, SkillUsage, SkillVersion
+from reverie.types import CoUsage, Page, Skill, SkillSaved, SkillUsage, SkillVersion
 
 log = logging.getLogger("reverie.skills")
 PURGE_EVERY = timedelta(hours=1)
@@ -261,6 +261,34 @@ class SkillStore:
         mine = [own] if own is not None and (include_archived or not own.archived) else []
         under = self._store.skills.list(agent_id, path + "/", include_archived=include_archived, limit=limit)
         return (mine + under)[:limit]
+
+    def page(
+        self,
+        agent_id: str,
+        prefix: str = "",
+        *,
+        include_archived: bool = False,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> Page[Skill]:
+        """``list``, a page at a time: at most ``limit`` (1 to 1000, default 100) skills in name order, and the
+        ``next_cursor`` of the next page (None on the last). Keyset on the name (unique, never changed by a
+        write), so a walk sees every skill that existed for the whole walk exactly once."""
+        agent_id, path = inputs.agent(agent_id), inputs.prefix(prefix)
+        count = inputs.limit(100 if limit is None else limit)
+
+        def read(after: tuple[Any, str] | None, n: int) -> builtins.list[Skill]:
+            # "path" itself sorts before every "path/...", so it leads the first page only.
+            own = self._store.skills.get(agent_id, path) if path and after is None else None
+            mine = [own] if own is not None and (include_archived or not own.archived) else []
+            below = path + "/" if path else ""
+            last = None if after is None else after[1]
+            return mine + self._store.skills.list(
+                agent_id, below, include_archived=include_archived, limit=n - len(mine), after=last
+            )
+
+        listing = filters.fingerprint("skills", agent_id, path, include_archived)
+        return filters.keyset_page(read, cursor, count, listing, lambda skill: (None, skill.name))
 
     def history(self, agent_id: str, name: str) -> builtins.list[SkillVersion]:
         """Every version of the skill, oldest first. Raises ``NotFound``."""

@@ -38,6 +38,7 @@ from reverie.types import (
     CoUsage,
     DreamRun,
     Entity,
+    EntryFilter,
     EntryVersion,
     Evidence,
     Feedback,
@@ -51,6 +52,7 @@ from reverie.types import (
     SkillUsage,
     SkillVersion,
     StoreStats,
+    Tier,
     TurnCounts,
     TurnRecord,
     UsageRow,
@@ -115,12 +117,15 @@ class FactFilter:
     """What a read may return: the caller's scope plus the usual narrowing.
 
     ``now`` hides entries whose ``expires_at`` has passed; ``include_archived`` shows archived ones too.
+    ``entry`` narrows by the entry's fields (tags, source, tier, importance, times, pinned, metadata): a
+    checked ``EntryFilter`` (``core.filters.entry_filter``), applied in SQL by every read that takes the filter.
     """
 
     scope: Scope
     now: datetime
     category_prefix: str | None = None
     include_archived: bool = False
+    entry: EntryFilter | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +211,17 @@ class FactRepository(Protocol):
 
     def fold_pending(self, entry_ids: list[str]) -> set[str]:
         """Which of ``entry_ids`` wait for the after-embedding duplicate check (``fold_pending``)."""
+        ...
+
+    def read_states(self, entry_ids: list[str]) -> dict[str, tuple[Tier, float, datetime | None]]:
+        """The read accumulator of each of ``entry_ids`` that exists (any scope, archived included): its tier,
+        ``read_strength`` and ``read_at``. Inside a transaction the rows stay locked until it ends (for a
+        read-modify-write with ``write_reads``)."""
+        ...
+
+    def write_reads(self, reads: list[tuple[str, float, datetime]]) -> None:
+        """Set ``read_strength`` and ``read_at`` of each ``(id, strength, at)``, and nothing else (housekeeping:
+        no version, no change-log row), as one batched statement. Unknown ids are skipped."""
         ...
 
     def owner(self, entry_id: str) -> Scope | None:
@@ -302,10 +318,22 @@ class FactRepository(Protocol):
         """Every entry, archived included, ordered by id: for copy, reindex and audits."""
         ...
 
+    def page(self, flt: FactFilter, order: str, after: tuple[Any, str] | None, limit: int) -> list[MemoryEntry]:
+        """Up to ``limit`` entries ``flt`` lets through, in ``order`` (a name of ``core.filters.ORDERS``: its
+        key, then the id, both the same direction), strictly after position ``after`` (the previous page's
+        last order key, as ``core.filters.order_key`` gives it, and id; None: from the start). Keyset paging,
+        never an offset: rows written or removed elsewhere never shift a later page."""
+        ...
+
     def text_snapshot(self, agent_id: str) -> TextSnapshot:
         """The searchable state of every entry of one agent (archived included, in insertion order), and
         the change-log position it reflects. The position is read first, so a change committed meanwhile
         is replayed by the next ``text_changes`` (harmlessly, as it is already in the rows)."""
+        ...
+
+    def log_position(self, agent_id: str) -> int:
+        """The change-log position ``text_changes`` counts from, now (0 when the log is empty): an entry of the
+        agent whose searchable state changes after this call is listed by ``text_changes`` after it."""
         ...
 
     def text_changes(self, agent_id: str, after: int) -> TextSnapshot:
@@ -324,6 +352,10 @@ class VersionRepository(Protocol):
         ...
 
     def get(self, entry_id: str, version: int, scope: Scope) -> EntryVersion | None: ...
+
+    def page(self, entry_id: str, scope: Scope, after: int | None, limit: int) -> list[EntryVersion]:
+        """Up to ``limit`` versions of the entry, oldest first, numbers above ``after`` only (None: from 1)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

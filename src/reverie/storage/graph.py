@@ -41,6 +41,11 @@ class GraphRepository(Protocol):
         """Entities not merged (and not archived unless asked), most recently seen first."""
         ...
 
+    def entities_page(self, agent_id: str, *, type: str | None, after: str | None, limit: int) -> list[Entity]:
+        """Up to ``limit`` live entities (not merged, not archived; of one type), in id order (code points),
+        ids after ``after`` only (None: from the start). Keyset, never an offset."""
+        ...
+
     def search_entities(self, agent_id: str, text: str, *, limit: int = 20) -> list[Entity]:
         """Live entities whose key or name contains ``text`` (case-insensitive), exact key matches first, then
         most recently seen."""

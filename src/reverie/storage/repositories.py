@@ -143,6 +143,12 @@ class DreamRepository(Protocol):
         """The newest ``limit`` runs (of one agent, or all), newest started first."""
         ...
 
+    def runs_page(self, agent_id: str | None, after: tuple[str, str] | None, limit: int) -> builtins.list[DreamRun]:
+        """Up to ``limit`` runs (of one agent, or all), newest started first (``started_at``, then ``run_id``,
+        both descending, the id in code-point order), strictly after ``after`` (the previous page's last
+        ``started_at`` as ISO text, and run id; None: from the start). Keyset, never an offset."""
+        ...
+
     def prune_runs(self, before: datetime) -> int:
         """Delete finished runs that finished before ``before``; returns how many. Running ones stay."""
         ...
@@ -172,6 +178,12 @@ class SessionRepository(Protocol):
 
     def list(self, agent_id: str, *, include_deleted: bool = False) -> list[SessionRecord]:
         """The agent's sessions, most recently active first (then by id)."""
+        ...
+
+    def page(self, agent_id: str, after: tuple[str, str] | None, limit: int) -> builtins.list[SessionRecord]:
+        """Up to ``limit`` of the agent's sessions (deleted ones hidden), newest first (``created_at``, then the
+        id, both descending, the id in code-point order), strictly after ``after`` (the previous page's last
+        ``created_at`` as ISO text, and id; None: from the start). Keyset, never an offset."""
         ...
 
     def update(self, session: SessionRecord) -> None:

@@ -1,5 +1,5 @@
 """The long-term memory tools (seed 000's memory tools, seed 003's memory_lint): save_memory, search_memory,
-delete_memory, update_memory_importance, memory_lint.
+list_memories, delete_memory, update_memory_importance, memory_lint.
 
 Invariants:
 - Every handler reads in ``ctx.scope``; an id the scope cannot see is reported exactly like an unknown id.
@@ -13,13 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from reverie.core import filters, validate
 from reverie.core.text import preview
-from reverie.tools import family
+from reverie.errors import ValidationError
+from reverie.tools import family, specs
 from reverie.tools.base import ToolContext, ToolResult, contradiction_data, entry_data, entry_line
 from reverie.tools.services import ToolServices
-from reverie.types import CategoryCount, SearchResults
+from reverie.types import CategoryCount, EntryFilter, SearchResults, Tier
 
 QUERY_CHARS = 200  # a query as an answer quotes it
+LIST_PAGE = 20  # list_memories' page when the agent names no limit
+_TIMES = ("created_from", "created_to", "updated_from", "updated_to")
 
 
 def save_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -51,10 +55,59 @@ def save_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> Too
 def search_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     query = args.get("query")
     category = args.get("category")
-    if query is None or (isinstance(query, str) and not query.strip()):
+    flt = entry_filter(args.get("filter"))
+    if flt is None and (query is None or (isinstance(query, str) and not query.strip())):
         return _browse(rv, category, ctx)
-    results = rv.memory.search(query, category=category, mode=args.get("mode", "auto"), scope=ctx.scope)
-    return render_results(rv, results, query=query, category=category, ctx=ctx, name=family.SEARCH_MEMORY)
+    results = rv.memory.search(
+        query or "", category=category, mode=args.get("mode", "auto"), scope=ctx.scope, filter=flt
+    )
+    return render_results(rv, results, query=query or "", category=category, ctx=ctx, name=family.SEARCH_MEMORY)
+
+
+def list_memories(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """A page of long-term memories through the filter, and the cursor of the next page."""
+    page = rv.memory.list(
+        filter=entry_filter(args.get("filter")),
+        order=args.get("order", "newest"),
+        cursor=args.get("cursor"),
+        limit=args.get("limit", LIST_PAGE),
+        category=args.get("category"),
+        scope=ctx.scope,
+    )
+    now = rv.clock.now()
+    if page.items:
+        lines = [f"{_count(len(page.items), 'memory', 'memories')}:"]
+        lines.extend(entry_line(entry, now) for entry in page.items)
+    else:
+        lines = ["No memories match."]
+    if page.next_cursor is not None:
+        lines.append(f"More: call {specs.LIST_MEMORIES} again with cursor={page.next_cursor!r}.")
+    data = {"items": [entry_data(entry) for entry in page.items], "next_cursor": page.next_cursor}
+    return ToolResult("\n".join(lines), data)
+
+
+def entry_filter(raw: object) -> EntryFilter | None:
+    """A tool's ``filter`` argument (its schema checked the types) as a checked ``EntryFilter``."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValidationError("filter must be an object", field="filter")
+    tier = raw.get("tier")
+    return filters.entry_filter(
+        EntryFilter(
+            tags_any=tuple(raw.get("tags_any", ())),
+            tags_all=tuple(raw.get("tags_all", ())),
+            source=raw.get("source"),
+            tier=None if tier is None else validate.tier(tier, default=Tier.SEMANTIC),
+            importance_min=raw.get("importance_min"),
+            importance_max=raw.get("importance_max"),
+            subject_from=raw.get("subject_from"),
+            subject_to=raw.get("subject_to"),
+            **{name: filters.moment(raw.get(name), name) for name in _TIMES},
+            pinned=raw.get("pinned"),
+            metadata=raw.get("metadata") or {},
+        )
+    )
 
 
 def render_results(

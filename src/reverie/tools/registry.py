@@ -39,6 +39,7 @@ MESSAGE_CHARS = 300  # of a value quoted in an error message
 HANDLERS: dict[str, Handler] = {
     specs.SAVE_MEMORY: longterm.save_memory,
     specs.SEARCH_MEMORY: longterm.search_memory,
+    specs.LIST_MEMORIES: longterm.list_memories,
     specs.DELETE_MEMORY: longterm.delete_memory,
     specs.UPDATE_MEMORY_IMPORTANCE: longterm.update_memory_importance,
     specs.SAVE_TO_WORKING_MEMORY: working.save_to_working_memory,

@@ -22,6 +22,7 @@ from reverie.tools.base import ToolSpec
 
 SAVE_MEMORY: Final = "save_memory"
 SEARCH_MEMORY: Final = family.SEARCH_MEMORY
+LIST_MEMORIES: Final = "list_memories"
 DELETE_MEMORY: Final = "delete_memory"
 UPDATE_MEMORY_IMPORTANCE: Final = "update_memory_importance"
 SAVE_TO_WORKING_MEMORY: Final = "save_to_working_memory"
@@ -79,6 +80,38 @@ _SKILL_NAME: dict[str, Any] = {
 _SKILL_NAMES: dict[str, Any] = {"type": "array", "items": _SKILL_NAME, "maxItems": skill_inputs.MAX_REFERENCES}
 
 
+_DAY: dict[str, Any] = {"type": "string", "description": "a day: YYYY, YYYY-MM or YYYY-MM-DD"}
+_TIME: dict[str, Any] = {"type": "string", "description": "an ISO 8601 date or time (UTC when no offset)"}
+_UNIT: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
+_TAG_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "maxItems": 50}
+# The EntryFilter (reverie.types): every field set must hold.
+_FILTER: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "keep only memories matching every field given",
+    "properties": {
+        "tags_any": {**_TAG_LIST, "description": "has at least one of these tags"},
+        "tags_all": {**_TAG_LIST, "description": "has every one of these tags"},
+        "source": {"type": "string", "description": "provenance equals this: user, tool:<name>, inferred"},
+        "tier": {"type": "string", "enum": ["episodic", "semantic", "procedural"]},
+        "importance_min": _UNIT,
+        "importance_max": _UNIT,
+        "subject_from": {**_DAY, "description": "what the memory is about happened on or after this day"},
+        "subject_to": {**_DAY, "description": "what the memory is about happened on or before this day"},
+        "created_from": {**_TIME, "description": "saved at or after"},
+        "created_to": {**_TIME, "description": "saved before"},
+        "updated_from": {**_TIME, "description": "last rewritten (else saved) at or after"},
+        "updated_to": {**_TIME, "description": "last rewritten (else saved) before"},
+        "pinned": {"type": "boolean"},
+        "metadata": {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+            "description": "each metadata key equals this value (null: absent)",
+        },
+    },
+}
+
+
 def _object(properties: dict[str, dict[str, Any]], required: tuple[str, ...] = ()) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
@@ -125,6 +158,26 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
                 "query": _described(_STRING, "what to recall; omit to browse"),
                 "category": _described(_STRING, "only entries under this category prefix"),
                 "mode": _described({"type": "string", "enum": list(MODES)}, "auto (default), bm25, vector, hybrid"),
+                "filter": _FILTER,
+            }
+        ),
+        MEMORY_READ,
+    ),
+    ToolSpec(
+        LIST_MEMORIES,
+        "List long-term memories a page at a time, newest first (or another order), through a filter (tags, "
+        "source, tier, importance, dates, pinned, metadata): to go through all that matches rather than the "
+        "best few. The result gives a cursor; call again with it for the next page.",
+        _object(
+            {
+                "filter": _FILTER,
+                "category": _described(_STRING, "only entries under this category prefix"),
+                "order": _described(
+                    {"type": "string", "enum": ["newest", "oldest", "recent", "updated", "importance"]},
+                    "newest (default), oldest, recent (last seen), updated, importance",
+                ),
+                "cursor": _described(_STRING, "the cursor the previous page gave; omit for the first page"),
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "memories per page (20)"},
             }
         ),
         MEMORY_READ,

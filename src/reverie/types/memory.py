@@ -13,10 +13,11 @@ through the store, which records a version row first.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 DEFAULT_AGENT = "default"
 DEFAULT_CATEGORY = "general"
@@ -327,3 +328,63 @@ class HealthReport:
     ok: bool
     checks: dict[str, str]
     repaired: tuple[str, ...] = ()
+
+
+# A metadata value an ``EntryFilter`` compares for equality (None: the key is absent or null).
+MetadataScalar = str | int | float | bool | None
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class EntryFilter:
+    """Which long-term entries a search or a listing keeps: every field set must hold (AND); unset fields
+    (None, empty) keep everything. The same value in the library, the API, the CLI and the agent tools.
+
+    - ``tags_any``: the entry has at least one of these tags; ``tags_all``: it has every one of them.
+    - ``source``: ``metadata.source`` equals this (``user``, ``tool:<name>``, ``inferred``, ...).
+    - ``tier``: the entry's tier.
+    - ``importance_min`` / ``importance_max``: importance within [min, max] (both inclusive, 0..1).
+    - ``subject_from`` / ``subject_to``: the entry's subject time (``metadata.subjectTime``, or its
+      ``subjectTimeStart``..``subjectTimeEnd`` range) overlaps these days (``YYYY``, ``YYYY-MM`` or
+      ``YYYY-MM-DD``, both inclusive, each compared at the coarser of the two precisions); an entry with
+      no subject time is left out when either is set.
+    - ``created_from`` / ``created_to``: ``created_at`` in [from, to) (from inclusive, to exclusive).
+    - ``updated_from`` / ``updated_to``: the last rewrite (``updated_at``, or ``created_at`` for an entry
+      never rewritten) in [from, to).
+    - ``pinned``: pinned (True) or not (False).
+    - ``metadata``: each key's value equals the given scalar, type included (``5`` is not ``"5"``; None
+      matches a key that is absent or null).
+
+    Build one freely; the services check it (``core.filters.entry_filter``) and say which field is wrong.
+    """
+
+    tags_any: tuple[str, ...] = ()
+    tags_all: tuple[str, ...] = ()
+    source: str | None = None
+    tier: Tier | None = None
+    importance_min: float | None = None
+    importance_max: float | None = None
+    subject_from: str | None = None
+    subject_to: str | None = None
+    created_from: datetime | None = None
+    created_to: datetime | None = None
+    updated_from: datetime | None = None
+    updated_to: datetime | None = None
+    pinned: bool | None = None
+    # Left out of the hash (a dict is not hashable); equality still compares it.
+    metadata: Mapping[str, MetadataScalar] = field(default_factory=dict, hash=False)
+
+    @property
+    def empty(self) -> bool:
+        """Whether the filter keeps every entry (no field set)."""
+        return self == EntryFilter()
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a listing: its ``items``, in the listing's order, and ``next_cursor``, the opaque token
+    that asks for the page after this one (None on the last page). A walk from the first page to the last
+    sees every item that existed for the whole walk exactly once, whatever is written meanwhile."""
+
+    items: tuple[T, ...]
+    next_cursor: str | None = None

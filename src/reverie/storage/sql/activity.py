@@ -17,6 +17,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from contextlib import closing
 from datetime import datetime
 from typing import Any
 
@@ -177,10 +178,11 @@ class SqlInjected:
             " ON CONFLICT (agent_id, session_id, entry_id) DO NOTHING"
         )
         stamp = d.ts(at)
+        rows = [(agent_id, session_id, entry_id, stamp) for entry_id in ids]
 
         def work(c: Any) -> None:
-            for entry_id in ids:
-                c.execute(statement, (agent_id, session_id, entry_id, stamp))
+            with closing(c.cursor()) as cursor:  # one statement for the turn's ids (a turn injects up to ~10)
+                cursor.executemany(statement, rows)
 
         self._db.write(work)
 

@@ -169,6 +169,32 @@ class Dialect:
             return f"{column} @> ANY(ARRAY(SELECT to_jsonb(v) FROM unnest(?::text[]) v))"
         return f"EXISTS (SELECT 1 FROM json_each({column}) j WHERE j.value IN (SELECT value FROM json_each(?)))"
 
+    def json_has_all(self, column: str) -> str:
+        """The condition that JSON array ``column`` holds every string of one parameter, ``text_list(values)``
+        (containment on PostgreSQL, which a GIN index on the column serves)."""
+        if self.postgres:
+            return f"{column} @> to_jsonb(?::text[])"
+        return (
+            f"NOT EXISTS (SELECT 1 FROM json_each(?) w"
+            f" WHERE w.value NOT IN (SELECT j.value FROM json_each({column}) j))"
+        )
+
+    def json_key_equals(self, column: str, key: str, value: Any) -> tuple[str, list[Any]]:
+        """The condition that top-level ``key`` of JSON object ``column`` equals scalar ``value``, type
+        included (``5`` is not ``"5"``, ``true`` is not ``1``; ``5`` is ``5.0``), and its parameters. None
+        matches a key that is absent or null. ``key`` travels as a parameter, never as SQL text."""
+        if value is None:
+            if self.postgres:
+                return f"({column} -> ?::text) IS NULL OR jsonb_typeof({column} -> ?::text) = 'null'", [key, key]
+            return f"json_type({column}, ?) IS NULL OR json_type({column}, ?) = 'null'", [_path(key), _path(key)]
+        if self.postgres:
+            return f"{column} @> ?", [self.json({key: value})]
+        path = _path(key)
+        if isinstance(value, bool):
+            return f"json_type({column}, ?) = ?", [path, "true" if value else "false"]
+        kinds = "'integer', 'real'" if isinstance(value, int | float) else "'text'"
+        return f"json_type({column}, ?) IN ({kinds}) AND json_extract({column}, ?) = ?", [path, path, value]
+
     # -- values ----------------------------------------------------------------------------------------
     def ts(self, value: datetime) -> Any:
         """A timestamp parameter."""
@@ -231,6 +257,11 @@ class Dialect:
         from psycopg.types.json import Jsonb
 
         return Jsonb(text, dumps=_as_is)
+
+
+def _path(key: str) -> str:
+    # A SQLite JSON path naming one top-level key, quoted so dots and brackets in it are plain characters.
+    return '$."' + key.replace('"', '""') + '"'
 
 
 def _as_is(text: str) -> str:

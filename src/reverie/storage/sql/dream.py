@@ -303,6 +303,24 @@ class SqlDream:
         rows = self._db.read(lambda c: c.execute(statement, params).fetchall())
         return [self._run(r) for r in rows]
 
+    def runs_page(self, agent_id: str | None, after: tuple[str, str] | None, limit: int) -> list[DreamRun]:
+        d = self._d
+        # Keyset on (started_at, run_id), newest first: neither ever changes, so a walk is exact.
+        clauses, params = ["1 = 1"], []
+        if agent_id is not None:
+            clauses.append("agent_id = ?")
+            params.append(agent_id)
+        if after is not None:
+            moment = d.ts(datetime.fromisoformat(after[0]))
+            clauses.append(f"(started_at < ? OR (started_at = ? AND run_id{d.collate_c} < ?))")
+            params += [moment, moment, after[1]]
+        statement = d.sql(
+            f"SELECT {_RUN_COLUMNS} FROM dream_runs WHERE {' AND '.join(clauses)}"
+            f" ORDER BY started_at DESC, run_id{d.collate_c} DESC LIMIT ?"
+        )
+        rows = self._db.read(lambda c: c.execute(statement, [*params, max(limit, 0)]).fetchall())
+        return [self._run(r) for r in rows]
+
     def prune_runs(self, before: datetime) -> int:
         statement = self._d.sql("DELETE FROM dream_runs WHERE finished_at IS NOT NULL AND finished_at < ?")
         params = (self._d.ts(before),)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
@@ -40,8 +41,9 @@ from typing import Any, ClassVar
 from reverie.errors import NotFound
 from reverie.storage.base import FactCandidate, FactFilter, PurgedRecord, PurgeRule, TextRow, TextSnapshot
 from reverie.storage.sql.dialect import Connection, Dialect, SqlDatabase
+from reverie.storage.sql.fact_filters import entry_conditions, page_clause
 from reverie.storage.sql.fact_rows import CANDIDATE, COLUMNS, ENTRY, FROM, Row, Shape, entry_from_row
-from reverie.types import CategoryCount, Change, EntryVersion, MemoryEntry, Scope
+from reverie.types import CategoryCount, Change, EntryVersion, MemoryEntry, Scope, Tier
 
 _FIELD_NAMES = [
     *("id", "agent_id", "user_id", "session_id", "content", "category", "tags", "tier", "created_at"),
@@ -103,6 +105,10 @@ def visible(
         below, below_params = d.starts_with("f.category", prefix + "/")
         clauses.append(f"(f.category = ? OR ({below}))")
         params.extend([prefix, *below_params])
+    if flt.entry is not None:
+        narrowed, narrowed_params = entry_conditions(d, flt.entry)
+        clauses.extend(narrowed)
+        params.extend(narrowed_params)
     return " AND ".join(clauses), params
 
 
@@ -200,6 +206,30 @@ class SqlFacts(ABC):
             c.execute(d.sql(_UPDATE), [*values[4:], entry.id])
             if change.versioned or text_changed:
                 _record_version(c, d, entry, change, at)
+
+        self._db.write(work)
+
+    def read_states(self, entry_ids: list[str]) -> dict[str, tuple[Tier, float, datetime | None]]:
+        d = self._d
+        out: dict[str, tuple[Tier, float, datetime | None]] = {}
+        for batch in d.batches(sorted(set(entry_ids))):  # sorted: concurrent flushes lock rows in one order
+            among, ids = d.any_of("id", batch)
+            statement = d.sql(f"SELECT id, tier, read_strength, read_at FROM facts WHERE {among}") + d.for_update()
+            rows = self._db.read(lambda c, q=statement, p=ids: c.execute(q, p).fetchall())  # type: ignore[misc]
+            out.update((str(r[0]), (Tier(r[1]), float(r[2]), d.ts_out_or_none(r[3]))) for r in rows)
+        return out
+
+    def write_reads(self, reads: list[tuple[str, float, datetime]]) -> None:
+        if not reads:
+            return
+        d = self._d
+        # Two columns, no trigger's: no version, no change-log row, no full-text or vector upkeep.
+        statement = d.sql("UPDATE facts SET read_strength = ?, read_at = ? WHERE id = ?")
+        params = [(strength, d.ts(at), entry_id) for entry_id, strength, at in reads]
+
+        def work(c: Any) -> None:
+            with closing(c.cursor()) as cursor:
+                cursor.executemany(statement, params)
 
         self._db.write(work)
 
@@ -337,6 +367,12 @@ class SqlFacts(ABC):
             yield from page
             last = page[-1].id
 
+    def page(self, flt: FactFilter, order: str, after: tuple[Any, str] | None, limit: int) -> list[MemoryEntry]:
+        where, params = visible(self._d, flt)
+        keyset, order_by, keyset_params = page_clause(self._d, order, after)
+        statement = f"SELECT {COLUMNS} FROM {FROM} WHERE {where}{' AND ' + keyset if keyset else ''}"
+        return self._read(f"{statement} ORDER BY {order_by} LIMIT ?", [*params, *keyset_params, max(limit, 0)])
+
     # -- purge -----------------------------------------------------------------------------------------
     def purge(self, rule: PurgeRule) -> tuple[list[str], list[str]]:
         d = self._d
@@ -422,6 +458,9 @@ class SqlFacts(ABC):
 
         return self._db.read(work)
 
+    def log_position(self, agent_id: str) -> int:
+        return self._db.read(lambda c: log_position(c, self._d, "fact_log", agent_id))
+
     def text_changes(self, agent_id: str, after: int) -> TextSnapshot:
         d = self._d
         statement = d.sql(
@@ -503,12 +542,12 @@ class SqlVersions:
         self._db = db
         self._d = dialect
 
-    def _query(self, entry_id: str, scope: Scope, extra: str, params: list[Any]) -> list[EntryVersion]:
+    def _query(self, entry_id: str, scope: Scope, extra: str, params: list[Any], tail: str = "") -> list[EntryVersion]:
         d = self._d
         where, scope_params = _scope_sql(scope)
         statement = d.sql(
             f"SELECT {_VERSION_COLUMNS} FROM fact_versions x JOIN facts f ON f.id = x.fact_id"
-            f" WHERE x.fact_id = ? AND {where} {extra} ORDER BY x.version"
+            f" WHERE x.fact_id = ? AND {where} {extra} ORDER BY x.version{tail}"
         )
         rows = self._db.read(lambda c: c.execute(statement, [entry_id, *scope_params, *params]).fetchall())
         return [
@@ -529,6 +568,10 @@ class SqlVersions:
 
     def history(self, entry_id: str, scope: Scope) -> list[EntryVersion]:
         return self._query(entry_id, scope, "", [])
+
+    def page(self, entry_id: str, scope: Scope, after: int | None, limit: int) -> list[EntryVersion]:
+        # Keyset on the version number: versions are append-only, so a walk misses and repeats nothing.
+        return self._query(entry_id, scope, "AND x.version > ?", [after or 0, max(limit, 0)], " LIMIT ?")
 
     def get(self, entry_id: str, version: int, scope: Scope) -> EntryVersion | None:
         found = self._query(entry_id, scope, "AND x.version = ?", [version])

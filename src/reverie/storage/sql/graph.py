@@ -168,6 +168,18 @@ class SqlGraph:
             params.append(type)
         return self._entities(where, [*params, max(limit, 0)], f"{_RECENT_FIRST} LIMIT ?")
 
+    def entities_page(self, agent_id: str, *, type: str | None, after: str | None, limit: int) -> builtins.list[Entity]:
+        # Keyset on the id (code-point order on both backends), which never changes: a walk is exact.
+        c = self._d.collate_c
+        where, params = f"agent_id = ? AND {_LIVE}", [agent_id]
+        if type is not None:
+            where += " AND type = ?"
+            params.append(type)
+        if after is not None:
+            where += f" AND entity_id{c} > ?"
+            params.append(after)
+        return self._entities(where, [*params, max(limit, 0)], f"ORDER BY entity_id{c} LIMIT ?")
+
     def search_entities(self, agent_id: str, text: str, *, limit: int = 20) -> builtins.list[Entity]:
         # The key is the folded name, so a folded needle in the key is a case-insensitive match on the name.
         needle = search_needle(text)

@@ -102,6 +102,22 @@ class SqlSessions:
         rows = self._db.read(lambda c: c.execute(statement, (agent_id,)).fetchall())
         return [self._session(r) for r in rows]
 
+    def page(self, agent_id: str, after: tuple[str, str] | None, limit: int) -> builtins.list[SessionRecord]:
+        d = self._d
+        # Keyset on (created_at, session_id), newest first: no write moves either, so a walk is exact.
+        # The id compares and sorts in code-point order on both backends (COLLATE "C").
+        keyset, params = "", [agent_id]
+        if after is not None:
+            keyset = f" AND (created_at < ? OR (created_at = ? AND session_id{d.collate_c} < ?))"
+            moment = d.ts(datetime.fromisoformat(after[0]))
+            params += [moment, moment, after[1]]
+        statement = d.sql(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE agent_id = ? AND deleted_at IS NULL{keyset}"
+            f" ORDER BY created_at DESC, session_id{d.collate_c} DESC LIMIT ?"
+        )
+        rows = self._db.read(lambda c: c.execute(statement, [*params, max(limit, 0)]).fetchall())
+        return [self._session(r) for r in rows]
+
     def update(self, session: SessionRecord) -> None:
         p = self._session_params(session)
         statement = self._d.sql(
