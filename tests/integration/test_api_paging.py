@@ -160,3 +160,31 @@ def test_history_pages_with_a_cursor_header(rv: reverie.Reverie, agent_a: httpx.
             break
         params = {"limit": 3, "cursor": response.headers["x-next-cursor"]}
     assert seen == list(range(1, 8))
+
+
+def test_working_memory_lists_page_by_cursor(agent_a: httpx.Client) -> None:
+    where = memory("a", "/working")
+    for n in range(9):
+        response = agent_a.put(f"{where}/k{n}", params={"namespace": "session/p"}, json={"value": f"v{n}"})
+        assert response.status_code == 200, response.text
+    unpaged = agent_a.get(where, params={"namespace": "session/p"}).json()
+    assert len(unpaged["entries"]) == 9 and unpaged["next_cursor"] is None  # as before: no limit, no cursor
+    seen: list[str] = []
+    params: dict[str, object] = {"namespace": "session/p", "limit": 4}
+    while True:
+        response = agent_a.get(where, params=params)  # type: ignore[arg-type]
+        assert response.status_code == 200, response.text
+        body = response.json()
+        seen.extend(e["key"] for e in body["entries"])
+        if body["next_cursor"] is None:
+            break
+        agent_a.put(f"{where}/k0", params={"namespace": "session/p"}, json={"value": "rewritten"})
+        params = {"namespace": "session/p", "limit": 4, "cursor": body["next_cursor"]}
+    assert seen == [f"session/p/k{n}" for n in range(9)]
+    for params, field in (
+        ({"namespace": "session/p", "cursor": "garbage"}, "cursor"),
+        ({"namespace": "session/p", "limit": 2, "query": "v1"}, "query"),
+        ({"namespace": "session/p", "limit": 0}, "limit"),
+    ):
+        response = agent_a.get(where, params=params)  # type: ignore[arg-type]
+        assert response.status_code == 422 and response.json()["field"] == field, response.text

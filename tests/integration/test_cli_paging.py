@@ -116,3 +116,19 @@ def test_entities_page_in_the_cli_and_over_http(tmp_path: Path) -> None:
     cursor = first.stderr.split("--cursor ")[1].split()[0]
     rest = json.loads(run(home, "kg", "list-entities", "--cursor", cursor, "-n", "5", "--json").stdout)
     assert sorted(e["entity_id"] for e in json.loads(first.stdout) + rest) == sorted(made)
+
+
+def test_memory_history_pages_with_a_cursor(tmp_path: Path) -> None:
+    home = tmp_path / "history"
+    with reverie.open(home, embedding={"provider": "none"}) as rv:
+        entry = rv.memory.save("version 0", dedup=False)
+        for n in range(1, 5):
+            rv.memory.edit(entry.id, content=f"version {n}")
+        every = [v.version for v in rv.memory.history(entry.id)]
+    first = run(home, "memory", "history", entry.id, "-n", "3", "--json")
+    cursor = first.stderr.split("--cursor ")[1].split()[0]
+    rest = run(home, "memory", "history", entry.id, "-n", "3", "--cursor", cursor, "--json")
+    assert "more:" not in rest.stderr
+    assert [v["version"] for v in json.loads(first.stdout) + json.loads(rest.stdout)] == every
+    assert len(json.loads(run(home, "memory", "history", entry.id, "--json").stdout)) == len(every)
+    assert "cursor" in run(home, "memory", "history", entry.id, "--cursor", "garbage", code=2).stderr

@@ -475,6 +475,31 @@ def test_tools(engine: reverie.Reverie) -> None:
     assert bad.is_error and bad.data["error"]["field"] == "valid_from"
 
 
+def test_the_entities_tool_walks_every_entity_by_cursor(engine: reverie.Reverie, kg: KnowledgeGraph) -> None:
+    tools, ctx = ToolRegistry(engine), ToolContext(agent_id=A)
+    made = {kg.add_entity(A, "person", f"Person {n}").entity.entity_id for n in range(7)}
+    kg.add_entity(A, "company", "Acme")
+    seen: list[str] = []
+    cursor: str | None = None
+    made_late = ""
+    for _ in range(5):
+        args: dict[str, Any] = {"mode": "entities", "type": "person", "limit": 3}
+        page = tools.call("knowledge_query", args if cursor is None else {**args, "cursor": cursor}, ctx)
+        assert not page.is_error, page.text
+        seen += [e["id"] for e in page.data["entities"]]
+        if len(seen) == 3:  # a write between pages: a new entity, never a repeated or lost old one
+            made_late = kg.add_entity(A, "person", "Person late").entity.entity_id
+        cursor = page.data["next_cursor"]
+        if cursor is None:
+            break
+        assert f"cursor={cursor!r}" in page.text
+    assert len(seen) == len(set(seen)) and made <= set(seen) <= made | {made_late}
+    stale = tools.call("knowledge_query", {"mode": "entities", "type": "company", "cursor": "garbage"}, ctx)
+    assert stale.is_error and stale.data["error"]["field"] == "cursor"
+    texted = tools.call("knowledge_query", {"mode": "entities", "text": "Person", "cursor": "x"}, ctx)
+    assert texted.is_error and texted.data["error"]["field"] == "cursor"
+
+
 def test_timestamps_are_aware_utc(kg: KnowledgeGraph, clock: FakeClock) -> None:
     made = kg.add_entity(A, "person", "Ana").entity
     assert made.created_at == clock.now() and made.created_at is not None and made.created_at.tzinfo is not None

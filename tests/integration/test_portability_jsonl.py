@@ -151,6 +151,7 @@ def test_an_import_into_a_non_empty_store_merges_through_dedup(
     assert cli(dest, "memory", "save", "Something only the destination knows").exit_code == 0
     with opened(dest, url) as store:  # the same (type, key) as the export's e-city under another id
         store.graph.add_entity(Entity("default", "e-mine", "place", "Lisbon", "lisbon"))
+        held = {name: store.count_rows(name) for name in ("api_keys", "dream_locks")}
     result = cli(dest, "import", str(exported), "--json")
     assert result.exit_code == 0, (result.output, result.exception)
     report = json.loads(result.stdout)
@@ -162,6 +163,10 @@ def test_an_import_into_a_non_empty_store_merges_through_dedup(
     assert counts["fact_vectors"].get("entry saved anew", 0) >= 5
     # The store refused one row (a savepoint): reported with its line, the rest of its batch went in.
     assert counts["kg_entities"] == {"inserted": 2, "skipped": 1}
+    # Another store's API keys and dream leases never come in with a merge.
+    assert set(counts["api_keys"]) == {"not merged"} and set(counts["dream_locks"]) == {"not merged"}
+    with opened(dest, url) as store:
+        assert {name: store.count_rows(name) for name in held} == held
     ((where, why),) = report["skipped"]
     refused = lines(exported)[int(where.removeprefix("line ")) - 1]
     assert refused["row"]["entity_id"] == "e-city" and why.startswith("kg_entities:")

@@ -378,6 +378,31 @@ def test_the_listing_stops_at_five_hundred_and_says_so(engine: reverie.Reverie) 
     assert len(small.entries) == 50 and not small.capped and small.notes == ()
 
 
+def test_the_listing_tool_walks_past_the_cap_by_cursor(engine: reverie.Reverie) -> None:
+    from reverie.tools import ToolContext, ToolRegistry
+
+    for task in range(11):
+        view = engine.working.for_namespace(f"patrol/task{task:02d}")
+        for n in range(50):
+            view.save(f"k{n:02d}", "finding", ttl_minutes=60)
+    tools, ctx = ToolRegistry(engine), ToolContext(session_id="s")
+    capped = tools.call("search_working_memory", {"namespace": "patrol"}, ctx)
+    assert len(capped.data["entries"]) == 500 and "cursor=''" in capped.text and capped.data["next_cursor"] is None
+    seen: list[str] = []
+    args: dict[str, Any] = {"namespace": "patrol", "cursor": ""}
+    while True:
+        page = tools.call("search_working_memory", {**args, "limit": 200}, ctx)
+        assert not page.is_error, page.text
+        seen.extend(e["key"] for e in page.data["entries"])
+        if page.data["next_cursor"] is None:
+            break
+        assert f"cursor={page.data['next_cursor']!r}" in page.text and "key order" in page.text
+        args["cursor"] = page.data["next_cursor"]
+    assert seen == sorted(f"patrol/task{t:02d}/k{n:02d}" for t in range(11) for n in range(50))
+    refused = tools.call("search_working_memory", {"query": "finding", "cursor": ""}, ctx)
+    assert refused.is_error and refused.data["error"]["field"] == "query"
+
+
 # -- bad input changes nothing -------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("kwargs", "field"),

@@ -16,7 +16,9 @@ from pydantic import Field
 from reverie.api.attribution import AgentRoute
 from reverie.api.auth import Engine, ReadAgent, WriteAgent
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
+from reverie.api.filters import CursorQuery
 from reverie.api.schemas import Deleted, Flag, Number, RequestModel, ValueOut, category_field
+from reverie.errors import ValidationError
 
 router = APIRouter(
     prefix="/api/memory/agents/{agent_id}/working",
@@ -68,6 +70,7 @@ class WorkingSearchOut(ValueOut):
     entries: list[WorkingEntryOut] = Field(description="without one: the listing, most recent first")
     capped: bool
     notes: list[str]
+    next_cursor: str | None = Field(None, description="with limit or cursor: the next page's cursor (none: the last)")
 
 
 @router.get("", response_model=WorkingSearchOut, summary="Search or list working memory")
@@ -79,11 +82,19 @@ def search_working(
     prefix: Annotated[str | None, Query(description="where to look (default: the own namespace)")] = None,
     category: str | None = None,
     tags: Annotated[list[str] | None, Query(description="every one must be present")] = None,
+    limit: Annotated[int | None, Query(ge=1, le=1000, description="without query: a page of this many")] = None,
+    cursor: CursorQuery = None,
 ) -> WorkingSearchOut:
     """With ``query``: the best matches under ``prefix`` (any namespace path, e.g. ``patrol``), with
-    previews. Without: the live entries, most recently stored first."""
+    previews. Without: the live entries, most recently stored first; with ``limit`` or ``cursor``, one page
+    in key order (stable) and the next page's cursor in ``next_cursor`` (none on the last page)."""
     view = rv.working.for_namespace(namespace, agent_id=agent)
-    return WorkingSearchOut.model_validate(view.search(query, category=category, tags=tags, namespace=prefix))
+    if limit is None and cursor is None:
+        return WorkingSearchOut.model_validate(view.search(query, category=category, tags=tags, namespace=prefix))
+    if query is not None and query.strip():
+        raise ValidationError("limit and cursor page the listing: leave query out", field="query")
+    found = view.page(cursor=cursor, limit=limit, category=category, tags=tags, namespace=prefix)
+    return WorkingSearchOut.model_validate(found)
 
 
 @router.put("/{key:path}", response_model=WorkingSaveOut, summary="Store a working-memory entry")

@@ -380,19 +380,28 @@ def history(
     ctx: typer.Context,
     entry_id: str = typer.Argument(..., metavar="ID"),
     restore_version: int | None = typer.Option(None, "--restore", help="Make this version current again."),
+    limit: int | None = typer.Option(None, "--limit", "-n", help="One page of this many, oldest first (1-1000)."),
+    cursor: str | None = typer.Option(None, "--cursor", help="The page after this cursor (printed by a page)."),
     agent: str = AgentOption,
     user: str | None = UserOption,
     session: str | None = SessionOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Every version of an entry; with --restore N, bring version N back (as a new version)."""
+    """Every version of an entry; with --restore N, bring version N back (as a new version). With -n or
+    --cursor, one page, oldest first, and on stderr the cursor of the next."""
     with engine(ctx, read=restore_version is None) as rv:
         scope = scope_of(agent, user, session)
         if restore_version is not None:
             rv.memory.restore_version(entry_id, restore_version, scope=scope)
             if not as_json:
                 console.print(f"restored version {restore_version} of [cyan]{escape(entry_id)}[/]")
-        versions = rv.memory.history(entry_id, scope=scope)
+        if limit is None and cursor is None:
+            versions = rv.memory.history(entry_id, scope=scope)
+        else:
+            page = rv.memory.history_page(entry_id, cursor=cursor, limit=limit, scope=scope)
+            versions = list(page.items)
+            if page.next_cursor is not None:
+                typer.echo(f"more: reverie memory history {entry_id} --cursor {page.next_cursor}", err=True)
         if as_json:
             emit_json(versions)
         else:

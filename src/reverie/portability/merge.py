@@ -10,6 +10,9 @@ Merge rules, per record:
   so is an entry of the engine's own (reserved) scopes, which no public save may write.
 - an entry's versions and vector (and its graph-extraction queue row) go in only when the store holds the
   entry under that id (an entry saved anew has its own first version and is embedded afresh).
+- API keys and dream leases are never merged ("not merged"): a key of another store must not open this one,
+  and another store's lease would stop this store's dreams until it expired. (An import into an empty store
+  restores them, as ``reverie copy`` does.)
 - every other record: inserted when the store has no row with its primary key ("inserted"), else
   "exists"; tables without a key (logs, usage) compare the whole row.
 
@@ -40,6 +43,7 @@ from reverie.storage.portable import Table, table
 from reverie.types import RESERVED_AGENT_PREFIX, Scope
 
 STATE_PREFIX = "import-state:"
+_NEVER_MERGED = frozenset({"api_keys", "dream_locks"})
 BATCH_LINES = 200
 _PROGRESS_EVERY = 500
 _SAVE_OUTCOMES = {"created": "saved", "reinforced": "merged", "extended": "merged", "superseded": "superseded"}
@@ -174,6 +178,8 @@ class Merge:
         self._report.count(t.name, outcome)
 
     def _merge(self, t: Table, row: dict[str, Any]) -> str:
+        if t.name in _NEVER_MERGED:
+            return "not merged"
         key = self._key(t, row)
         present = self._present(t.name)
         if key in present:

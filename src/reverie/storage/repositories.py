@@ -257,6 +257,14 @@ class WorkingRepository(Protocol):
         """Remove the entry (live or expired); False when there was none."""
         ...
 
+    def page(
+        self, agent_id: str, prefix: str, *, now: datetime, after: str | None, limit: int
+    ) -> builtins.list[WorkingEntry]:
+        """Up to ``limit`` live entries whose key starts with ``prefix`` and sorts after ``after`` (None: from
+        the first), in key order (code points, on both backends). A rewrite never moves a key, so a keyset
+        walk in this order sees every entry live throughout exactly once."""
+        ...
+
     def oldest(self, agent_id: str, prefix: str, *, now: datetime) -> WorkingEntry | None:
         """The least recently stored live entry under ``prefix`` (the one the namespace cap evicts)."""
         ...

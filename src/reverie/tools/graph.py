@@ -18,6 +18,7 @@ from reverie.graph import inputs as graph_input
 from reverie.graph.service import EntitySubgraph, GraphPath, Triple, ref_of
 from reverie.tools.base import ToolContext, ToolError, ToolResult
 from reverie.tools.services import ToolServices
+from reverie.tools.specs import KNOWLEDGE_QUERY
 from reverie.types import Entity
 from reverie.views.plain import iso_z_or_none
 
@@ -181,18 +182,34 @@ def _subgraph(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolR
 
 def _entities(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     text = args.get("text")
-    if text is not None:
-        found = rv.graph.search_entities(ctx.agent_id, text, limit=args.get("limit"))
-        kind = args.get("type")
-        found = [e for e in found if kind is None or e.type == graph_input.entity_type(kind)]
-        head = f"Entities whose name contains {text!r}, exact names first:"
-    else:
-        found = rv.graph.list_entities(ctx.agent_id, type=args.get("type"), limit=args.get("limit"))
-        head = "Entities, most recently seen first:"
+    if text is None:
+        return _entity_page(rv, args, ctx)
+    if args.get("cursor") is not None:
+        raise ToolError("cursor pages the listing without text: leave text out to walk every entity", field="cursor")
+    found = rv.graph.search_entities(ctx.agent_id, text, limit=args.get("limit"))
+    kind = args.get("type")
+    found = [e for e in found if kind is None or e.type == graph_input.entity_type(kind)]
     if not found:
         return ToolResult("No entities match. The graph holds only what was recorded in it.", _entities_data([]))
+    head = f"Entities whose name contains {text!r}, exact names first:"
     return ToolResult("\n".join([head, *map(entity_line, found)]), _entities_data(found))
 
 
-def _entities_data(found: list[Entity]) -> dict[str, Any]:
-    return {"mode": "entities", "entities": [entity_data(e) for e in found]}
+def _entity_page(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """The entities (of ``type``) a page at a time in id order, so a walk by ``next_cursor`` sees every one."""
+    page = rv.graph.entities_page(
+        ctx.agent_id, type=args.get("type"), cursor=args.get("cursor"), limit=args.get("limit")
+    )
+    found = list(page.items)
+    lines = (
+        ["Entities (one page, in id order):", *map(entity_line, found)]
+        if found
+        else ["No entities match. The graph holds only what was recorded in it."]
+    )
+    if page.next_cursor is not None:
+        lines.append(f"More: call {KNOWLEDGE_QUERY} again with mode='entities' and cursor={page.next_cursor!r}.")
+    return ToolResult("\n".join(lines), _entities_data(found, page.next_cursor))
+
+
+def _entities_data(found: list[Entity], next_cursor: str | None = None) -> dict[str, Any]:
+    return {"mode": "entities", "entities": [entity_data(e) for e in found], "next_cursor": next_cursor}

@@ -228,7 +228,8 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
         family.describe(
             SEARCH_WORKING_MEMORY,
             "Search working memory by text, with a preview of each match, or omit query to list the keys (most "
-            "recently stored first). namespace reads across namespaces: any prefix (patrol, subagent/t1); the "
+            "recently stored first; with limit or cursor, a page in key order whose next_cursor walks them all). "
+            "namespace reads across namespaces: any prefix (patrol, subagent/t1); the "
             "bare word stash is this run's tool-result stash (results elided from the conversation).",
         ),
         _object(
@@ -237,6 +238,10 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
                 "category": _STRING,
                 "tags": _TAGS,
                 "namespace": _described(_STRING, "a namespace prefix, or stash (default: your own namespace)"),
+                "limit": _described(
+                    {"type": "integer", "minimum": 1, "maximum": 1000}, "no query: list one page of this many"
+                ),
+                "cursor": _described(_STRING, "no query: the previous page's next_cursor ('' for the first page)"),
             }
         ),
         MEMORY_READ,
@@ -389,7 +394,8 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
         "entity (either end). "
         "mode path: the shortest chain of relations linking from and to, either direction. mode subgraph: the "
         "entities within depth steps of entity and the relations among them. mode entities: find entities by "
-        "part of their name (text) or type. Relations no longer true are left out unless include_invalid.",
+        "part of their name (text) or type; without text, a page in id order whose next_cursor walks them all. "
+        "Relations no longer true are left out unless include_invalid.",
         _object(
             {
                 "mode": _described(
@@ -407,6 +413,7 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
                 ),
                 "include_invalid": {"type": "boolean", "default": False},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                "cursor": _described(_STRING, "mode entities without text: the previous page's next_cursor"),
             }
         ),
         MEMORY_READ,

@@ -78,10 +78,15 @@ def get_from_working_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolCon
 
 def search_working_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     view = _view(rv, ctx)
+    paged = "cursor" in args or "limit" in args
+    if paged and (args.get("query") or "").strip():
+        raise ValidationError("cursor and limit page the listing: leave query out", field="query")
+    where = {"category": args.get("category"), "tags": args.get("tags"), "namespace": args.get("namespace")}
     with _stash_run(rv, ctx):
-        found = view.search(
-            args.get("query"), category=args.get("category"), tags=args.get("tags"), namespace=args.get("namespace")
-        )
+        if paged:
+            found = view.page(cursor=args.get("cursor"), limit=args.get("limit"), **where)
+        else:
+            found = view.search(args.get("query"), **where)
     data: dict[str, Any] = {
         "query": found.query,
         "resolved_prefix": found.resolved_prefix,
@@ -90,7 +95,8 @@ def search_working_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolConte
     }
     if found.query is None:
         data["entries"] = [_entry_data(e, value=False) for e in found.entries]
-        lines = _listing(found, rv.clock.now())
+        data["next_cursor"] = found.next_cursor
+        lines = _listing(found, rv.clock.now(), paged=paged)
     else:
         data["results"] = [
             {
@@ -106,14 +112,21 @@ def search_working_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolConte
     return ToolResult("\n".join(lines), data)
 
 
-def _listing(found: WorkingSearch, now: datetime) -> list[str]:
-    """A query-less listing: keys, expiry, category, tags, no content. Empty is a fact, not a failed lookup."""
+def _listing(found: WorkingSearch, now: datetime, *, paged: bool) -> list[str]:
+    """A query-less listing: keys, expiry, category, tags, no content. Empty is a fact, not a failed lookup.
+    A page (``paged``) is in key order and ends by naming the cursor of the next one."""
     if found.resolved_prefix is None:
         return []  # the note says no stash is reachable
     if not found.entries:
         return [f"No live working-memory entries under {found.resolved_prefix}."]
-    heading = f"Working memory under {found.resolved_prefix} (most recently stored first; read one by its key):"
-    return [heading, render_inventory(found.entries, now)]
+    order = "one page, in key order" if paged else "most recently stored first"
+    lines = [f"Working memory under {found.resolved_prefix} ({order}; read one by its key):"]
+    lines.append(render_inventory(found.entries, now))
+    if found.next_cursor is not None:
+        lines.append(f"More: call {family.SEARCH_WORKING_MEMORY} again with cursor={found.next_cursor!r}.")
+    elif found.capped:
+        lines.append(f"To walk every entry, call {family.SEARCH_WORKING_MEMORY} with cursor='' (pages in key order).")
+    return lines
 
 
 def _hits(found: WorkingSearch, now: datetime) -> list[str]:

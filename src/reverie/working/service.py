@@ -12,6 +12,9 @@ Invariants:
 - A view opened with ``background=True`` (subagents, workers) stores nothing for less than
   ``background_min_ttl_minutes``, so findings outlive the batch that made them.
 - Expiry is deletion: reads never return an expired entry, and ``sweep`` removes them for good.
+- ``page`` walks a listing in key order by keyset (``core.filters.keyset_page``): a rewrite never moves a
+  key, so a walk from the first page to the last sees every entry live throughout exactly once, with no cap
+  on how many pages.
 - The bare namespace ``stash`` resolves to the stash prefix of the run executing in this thread or task
   (``ToolResultStash.run``), never to a prefix derived from the caller's namespace.
 """
@@ -27,18 +30,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from reverie.clock import Clock
-from reverie.core import validate
+from reverie.core import filters, validate
 from reverie.core import working_keys as keys
 from reverie.core.framing import neutralise
 from reverie.core.text import preview
 from reverie.embed.base import Embedder
 from reverie.errors import NotFound, ValidationError
 from reverie.storage.base import Store
-from reverie.types import WorkingEntry
+from reverie.types import Page, WorkingEntry
 from reverie.working.rank import rank
 
 # Entries a filtered listing or search examines at most (the newest first) before it says it stopped.
 MAX_SCAN = 10_000
+PAGE_SCAN = 200  # entries a filtered page reads at a time until it has a page of matches
 OWN_HEADING = "Working memory (scratch space — use search_working_memory or get_from_working_memory to retrieve):"
 PATROL_HEADING = "Patrol findings in working memory (use get_from_working_memory with the full key to read):"
 NO_STASH = "no stash is reachable: no run is executing here, so there is no current stash prefix"
@@ -93,7 +97,8 @@ class WorkingHit:
 class WorkingSearch:
     """A search (``hits``, best first, with previews) or, without a query, a listing (``entries``, most
     recently stored first, no previews). ``resolved_prefix`` is the namespace path searched (None when the
-    bare ``stash`` had no run to resolve to); ``capped``: more entries matched than were returned."""
+    bare ``stash`` had no run to resolve to); ``capped``: more entries matched than were returned.
+    ``next_cursor``: from ``page``, the token of the next page (None on the last page, and from ``search``)."""
 
     query: str | None
     resolved_prefix: str | None
@@ -101,6 +106,7 @@ class WorkingSearch:
     entries: tuple[WorkingEntry, ...] = ()
     capped: bool = False
     notes: tuple[str, ...] = ()
+    next_cursor: str | None = None
 
 
 def render_inventory(entries: Iterable[WorkingEntry], now: datetime) -> str:
@@ -256,6 +262,28 @@ class WorkingMemory:
         more = len(kept) > cap or bool(notes)
         return kept[:cap], more, notes
 
+    def _page(
+        self, agent_id: str, prefix: str, category: str | None, tags: tuple[str, ...], cursor: object, limit: int
+    ) -> Page[WorkingEntry]:
+        """The live entries under ``prefix`` passing the filters, in key order, after ``cursor``."""
+        now, repo = self._clock.now(), self._store.working
+
+        def read(after: tuple[object, str] | None, n: int) -> list[WorkingEntry]:
+            start = None if after is None else after[1]
+            if category is None and not tags:
+                return repo.page(agent_id, prefix, now=now, after=start, limit=n)
+            kept: list[WorkingEntry] = []
+            while len(kept) < n:  # a filter reads on until it has a page (or the listing ends)
+                batch = repo.page(agent_id, prefix, now=now, after=start, limit=PAGE_SCAN)
+                kept.extend(e for e in batch if _passes(e, category, tags))
+                if len(batch) < PAGE_SCAN:
+                    break
+                start = batch[-1].key
+            return kept[:n]
+
+        listing = filters.fingerprint("working", agent_id, prefix, category, tags)
+        return filters.keyset_page(read, cursor, limit, listing, lambda entry: (None, entry.key))
+
     def _search(
         self, agent_id: str, prefix: str, query: str | None, category: str | None, tags: tuple[str, ...]
     ) -> WorkingSearch:
@@ -373,16 +401,42 @@ class WorkingMemoryView:
             clean_query = None
         clean_category = validate.category_prefix(category)
         clean_tags = validate.tags(tags)
-        if namespace is None:
-            prefix = self.namespace + "/"
-        elif isinstance(namespace, str) and namespace.strip().lower() == keys.STASH_ROOT:
-            run = _RUN_PREFIX.get()
-            if run is None:
-                return WorkingSearch(clean_query, None, notes=(NO_STASH,))
-            prefix = run + "/"
-        else:
-            prefix = keys.prefix(namespace)
+        prefix = self._prefix(namespace)
+        if prefix is None:
+            return WorkingSearch(clean_query, None, notes=(NO_STASH,))
         return self._memory._search(self.agent_id, prefix, clean_query, clean_category, clean_tags)
+
+    def page(
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        namespace: str | None = None,
+    ) -> WorkingSearch:
+        """The listing a page at a time, in key order (stable: a walk by ``next_cursor`` sees every entry
+        live throughout exactly once, however many there are), at most ``limit`` (1..1000, default
+        ``list_cap``) per page. ``namespace``, ``category`` and ``tags`` as in ``search``; a cursor from
+        another listing is refused (``ValidationError`` on ``cursor``)."""
+        default = min(self._memory.config.list_cap, 1000)
+        count = validate.limit(default if limit is None else limit)
+        clean_category = validate.category_prefix(category)
+        clean_tags = validate.tags(tags)
+        prefix = self._prefix(namespace)
+        if prefix is None:
+            return WorkingSearch(None, None, notes=(NO_STASH,))
+        found = self._memory._page(self.agent_id, prefix, clean_category, clean_tags, cursor, count)
+        return WorkingSearch(None, prefix[:-1], entries=found.items, next_cursor=found.next_cursor)
+
+    def _prefix(self, namespace: str | None) -> str | None:
+        """The key prefix ``namespace`` names (see ``search``); None for ``stash`` with no run executing."""
+        if namespace is None:
+            return self.namespace + "/"
+        if isinstance(namespace, str) and namespace.strip().lower() == keys.STASH_ROOT:
+            run = _RUN_PREFIX.get()
+            return None if run is None else run + "/"
+        return keys.prefix(namespace)
 
     def inventory(self) -> list[WorkingEntry]:
         """The own namespace's live entries for the context builder (``render_inventory``)."""

@@ -13,6 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 from typing import Any
 
@@ -83,6 +84,19 @@ class SqlWorking:
         statement = self._d.sql(
             f"SELECT {_COLUMNS} FROM working_entries WHERE {where} ORDER BY stored_at DESC, seq DESC LIMIT ?"
         )
+        rows = self._db.read(lambda c: c.execute(statement, (*params, max(limit, 0))).fetchall())
+        return [self._entry(r) for r in rows]
+
+    def page(
+        self, agent_id: str, prefix: str, *, now: datetime, after: str | None, limit: int
+    ) -> builtins.list[WorkingEntry]:
+        # Keyset on the key in code-point order (as the graph's entity pages): no write moves a key.
+        code_points = self._d.collate_c
+        where, params = self._live_under(agent_id, prefix, now)
+        if after is not None:
+            where, params = f"{where} AND key{code_points} > ?", (*params, after)
+        order = f"ORDER BY key{code_points} LIMIT ?"
+        statement = self._d.sql(f"SELECT {_COLUMNS} FROM working_entries WHERE {where} {order}")
         rows = self._db.read(lambda c: c.execute(statement, (*params, max(limit, 0))).fetchall())
         return [self._entry(r) for r in rows]
 
