@@ -11,9 +11,8 @@ from typing import Annotated
 
 from fastapi import Depends, Query
 
-from reverie.core import validate
-from reverie.core.filters import ORDERS, entry_filter, metadata_pairs, moment
-from reverie.types import EntryFilter, Tier
+from reverie.core.filters import ORDERS, from_text
+from reverie.types import EntryFilter
 
 _TIME = "ISO 8601 date or time (no offset: UTC)"
 
@@ -40,23 +39,21 @@ def entry_filter_query(
     ] = None,
 ) -> EntryFilter | None:
     """The request's filter, checked (None when it sets nothing)."""
-    return entry_filter(
-        EntryFilter(
-            tags_any=tuple(tags_any or ()),
-            tags_all=tuple(tags_all or ()),
-            source=source,
-            tier=None if tier is None else validate.tier(tier, default=Tier.SEMANTIC),
-            importance_min=importance_min,
-            importance_max=importance_max,
-            subject_from=subject_from,
-            subject_to=subject_to,
-            created_from=moment(created_from, "created_from"),
-            created_to=moment(created_to, "created_to"),
-            updated_from=moment(updated_from, "updated_from"),
-            updated_to=moment(updated_to, "updated_to"),
-            pinned=pinned,
-            metadata=metadata_pairs(metadata or ()),
-        )
+    return from_text(
+        tags_any=tags_any or (),
+        tags_all=tags_all or (),
+        source=source,
+        tier=tier,
+        importance_min=importance_min,
+        importance_max=importance_max,
+        subject_from=subject_from,
+        subject_to=subject_to,
+        created_from=created_from,
+        created_to=created_to,
+        updated_from=updated_from,
+        updated_to=updated_to,
+        pinned=pinned,
+        metadata=metadata or (),
     )
 
 

@@ -58,28 +58,26 @@ def entry_filter(
 ) -> EntryFilter | None:
     """The options as a checked filter (None when none is set); a wrong value ends the command as every
     ``ValidationError`` does (exit code 2, the field named; JSON under ``--json``)."""
-    from reverie.core import filters, validate
+    from reverie.core import filters
     from reverie.errors import ValidationError
-    from reverie.types import EntryFilter, Tier
 
     try:
-        return filters.entry_filter(
-            EntryFilter(
-                tags_any=tuple(tag or ()),
-                tags_all=tuple(tag_all or ()),
-                source=source,
-                tier=None if tier is None else validate.tier(tier, default=Tier.SEMANTIC),
-                importance_min=min_importance,
-                importance_max=max_importance,
-                subject_from=subject_from,
-                subject_to=subject_to,
-                created_from=filters.moment(created_from, "created_from"),
-                created_to=filters.moment(created_to, "created_to"),
-                updated_from=filters.moment(updated_from, "updated_from"),
-                updated_to=filters.moment(updated_to, "updated_to"),
-                pinned=pinned,
-                metadata=filters.metadata_pairs(meta or (), field="meta"),
-            )
+        return filters.from_text(
+            tags_any=tag or (),
+            tags_all=tag_all or (),
+            source=source,
+            tier=tier,
+            importance_min=min_importance,
+            importance_max=max_importance,
+            subject_from=subject_from,
+            subject_to=subject_to,
+            created_from=created_from,
+            created_to=created_to,
+            updated_from=updated_from,
+            updated_to=updated_to,
+            pinned=pinned,
+            metadata=meta or (),
+            metadata_field="meta",
         )
     except ValidationError as exc:
         fail(exc)

@@ -158,6 +158,46 @@ def metadata_pairs(pairs: Iterable[str], *, field: str = "metadata") -> dict[str
     return out
 
 
+def from_text(
+    *,
+    tags_any: Iterable[str] = (),
+    tags_all: Iterable[str] = (),
+    source: str | None = None,
+    tier: str | None = None,
+    importance_min: float | None = None,
+    importance_max: float | None = None,
+    subject_from: str | None = None,
+    subject_to: str | None = None,
+    created_from: str | None = None,
+    created_to: str | None = None,
+    updated_from: str | None = None,
+    updated_to: str | None = None,
+    pinned: bool | None = None,
+    metadata: Iterable[str] = (),
+    metadata_field: str = "metadata",
+) -> EntryFilter | None:
+    """The filter a face reads as text (query parameters, command-line options): the tier by name, times as ISO
+    8601, metadata as ``KEY=VALUE`` pairs (``metadata_pairs``), then checked as ``entry_filter`` does."""
+    return entry_filter(
+        EntryFilter(
+            tags_any=tuple(tags_any),
+            tags_all=tuple(tags_all),
+            source=source,
+            tier=None if tier is None else validate.tier(tier, default=Tier.SEMANTIC),
+            importance_min=importance_min,
+            importance_max=importance_max,
+            subject_from=subject_from,
+            subject_to=subject_to,
+            created_from=moment(created_from, "created_from"),
+            created_to=moment(created_to, "created_to"),
+            updated_from=moment(updated_from, "updated_from"),
+            updated_to=moment(updated_to, "updated_to"),
+            pinned=pinned,
+            metadata=metadata_pairs(metadata, field=metadata_field),
+        )
+    )
+
+
 # -- cursors -------------------------------------------------------------------------------------------
 # A listing's orders: name -> (the entry field it sorts by, descending). Each runs on (key, id), both in the
 # same direction. "newest"/"oldest" sort by created_at, which no write changes, so a walk in them is exact
