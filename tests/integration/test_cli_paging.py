@@ -66,14 +66,18 @@ def test_search_takes_the_filter_flags(home: Path) -> None:
 
 def test_a_bad_flag_value_names_its_field(home: Path) -> None:
     for args, field in (
-        (["--min-importance", "0.9", "--max-importance", "0.1"], "importance_min"),
-        (["--meta", "novalue"], "meta"),
+        (["--min-importance", "0.9", "--max-importance", "0.1"], "--min-importance must be at most --max-importance"),
+        (["--meta", "novalue"], "--meta must be KEY=VALUE"),
         (["--order", "sideways"], "order"),
         (["--cursor", "garbage"], "cursor"),
-        (["--tier", "cosmic"], "tier"),
+        (["--tier", "cosmic"], "--tier must be one of"),
+        (["--created-from", "yesterday"], "--created-from must be"),
     ):
         result = run(home, "memory", "list", *args, code=2)
         assert field in result.stderr, (args, result.stderr)
+    # Under --json the error object names the flag too (the field the user typed, not the library's name).
+    failed = json.loads(run(home, "memory", "list", "--json", "--min-importance", "2", code=2).stdout)
+    assert failed["error"] == "validation" and failed["field"] == "--min-importance", failed
 
 
 def test_session_list_pages_with_a_cursor(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ same ``ValidationError`` (exit code 2, naming the field) a library call raises.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,24 @@ if TYPE_CHECKING:
     from reverie.types import EntryFilter, MemoryEntry, Page
 
 MAX_PAGE = 1000  # the service's page-size cap; -n beyond it walks several pages
+# The filter's fields as the flags spell them, so an error names what the user typed.
+_FLAGS = {
+    "tags_any": "--tag",
+    "tags_all": "--tag-all",
+    "importance_min": "--min-importance",
+    "importance_max": "--max-importance",
+    "subject_from": "--subject-from",
+    "subject_to": "--subject-to",
+    "created_from": "--created-from",
+    "created_to": "--created-to",
+    "updated_from": "--updated-from",
+    "updated_to": "--updated-to",
+    "source": "--source",
+    "tier": "--tier",
+    "meta": "--meta",
+    "metadata": "--meta",
+}
+_FIELD_NAMES = re.compile(r"\b(?:" + "|".join(sorted(_FLAGS, key=len, reverse=True)) + r")\b")
 
 TagOption: Any = typer.Option(None, "--tag", "-t", help="Has at least one of these tags (repeatable).")
 TagAllOption: Any = typer.Option(None, "--tag-all", help="Has every one of these tags (repeatable).")
@@ -80,7 +99,8 @@ def entry_filter(
             metadata_field="meta",
         )
     except ValidationError as exc:
-        fail(exc)
+        named = _FIELD_NAMES.sub(lambda m: _FLAGS[m.group(0)], str(exc))
+        fail(ValidationError(named, field=_FLAGS.get(exc.field or "", exc.field)))
 
 
 def pages(rv: Reverie, total: int | None, cursor: str | None, **listing: Any) -> Iterator[Page[MemoryEntry]]:
