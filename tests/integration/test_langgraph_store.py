@@ -205,11 +205,27 @@ def test_search_with_a_query_ranks_by_meaning(rv_local: reverie.Reverie) -> None
     assert all(h.namespace[0] == "docs" for h in store.search(("docs",), query="Portuguese answers"))
 
 
+def test_a_query_nothing_matches_well_still_ranks_the_namespace_by_meaning(rv_local: reverie.Reverie) -> None:
+    """As LangGraph's own stores answer: a query returns up to ``limit`` of the namespace's items, best first,
+    even when Reverie's search finds none of them a match of its own (no shared word, a weak similarity)."""
+    store = ReverieStore(rv_local, user_at=1)
+    _fill(store)
+    rv_local.embed_pending()
+    hits = store.search(ANA, query="what does she eat?", limit=10)
+    assert hits[0].key == "diet"  # nearest in meaning, though no word is shared
+    assert sorted(h.key for h in hits) == ["diet", "language", "lisbon"]  # every item under the prefix, once
+    scores = [h.score for h in hits if h.score is not None]
+    assert scores == sorted(scores, reverse=True)
+
+
 def test_index_false_indexes_only_the_key(store: ReverieStore, engine: reverie.Reverie) -> None:
     store.put(("docs",), "secret-recipe", {"text": "saffron and paprika"}, index=False)
     entry = engine.memory.get(entry_id("default", ("docs",), "secret-recipe"))
     assert entry.content == "docs: secret-recipe"
-    assert store.search(("docs",), query="saffron") == []
+    # Not found by what it says (its text is not indexed): as LangGraph's own stores do, a query still lists
+    # the namespace's items after its matches, and this one comes last, unscored or scored below any match.
+    (found,) = store.search(("docs",), query="saffron")
+    assert found.key == "secret-recipe" and (found.score is None or found.score < 0.5)
     item = store.get(("docs",), "secret-recipe")
     assert item is not None and item.value == {"text": "saffron and paprika"}
 

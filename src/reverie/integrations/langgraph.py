@@ -61,6 +61,7 @@ ROOT = "langgraph"  # the category every item lives under, and its metadata key
 SOURCE = "tool:langgraph"  # provenance of every item
 SEGMENT_CHARS = 40  # a namespace label's slug in the category is cut here (the category is for reading)
 FETCH_MAX = 1000  # the most hits one ranked search asks memory search for (its limit's maximum)
+Scored = tuple[MemoryEntry, float | None]  # an item's entry and its search score (None: listed, not ranked)
 _SLACK = 20  # fetched beyond offset + limit: entries the exact namespace or the filter may drop
 _NOT_SLUG = re.compile(r"[^a-z0-9_-]+")
 _OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
@@ -324,6 +325,8 @@ class ReverieStore(BaseStore):
         found: list[tuple[MemoryEntry, float | None]]
         if op.query and op.query.strip():
             found = list(self._ranked(op, scopes, want, now))
+            if len(found) < want:
+                found += self._filled(op, scopes, want, now, found)
         else:
             found = [(entry, None) for entry in self._listed(op, scopes, want, now)]
         page = found[op.offset : want]
@@ -352,6 +355,35 @@ class ReverieStore(BaseStore):
             if len(ranked) >= want or exhausted or fetch == FETCH_MAX:
                 return ranked
             fetch = min(FETCH_MAX, fetch * 4)
+
+    def _filled(
+        self, op: SearchOp, scopes: list[Scope], want: int, now: datetime, ranked: list[Scored]
+    ) -> list[Scored]:
+        """The namespace's other items after the hybrid hits, as LangGraph's stores answer a query: up to ``want``
+        in all, those the embedder finds nearest first (scored below every hybrid hit: Reverie's own search
+        drops what it finds too weak to call a match), then the rest most recently written first, unscored."""
+        seen = {entry.id for entry, _ in ranked}
+        below = min((score for _, score in ranked if score is not None), default=1.0)
+        out: list[tuple[MemoryEntry, float | None]] = []
+        if self.engine.embedder is not None:
+            category = category_of(op.namespace_prefix)
+            fetch = min(FETCH_MAX, want + _SLACK)
+            near: dict[str, tuple[MemoryEntry, float]] = {}
+            for scope in scopes:
+                hits = self.engine.memory.search(
+                    op.query or "", category=category, limit=fetch, scope=scope, mode="vector", min_similarity=0.0
+                )
+                for hit in hits:
+                    if hit.entry.id not in seen and self._matches(hit.entry, op, now):
+                        near.setdefault(hit.entry.id, (hit.entry, below * min(max(hit.score, 0.0), 1.0) * 0.5))
+            nearest = sorted(near.values(), key=lambda pair: -pair[1])[: want - len(ranked)]
+            out = [(entry, score) for entry, score in nearest]
+            seen.update(entry.id for entry, _ in out)
+        left = want - len(ranked) - len(out)
+        if left > 0:
+            rest = [e for e in self._listed(op, scopes, want + len(seen), now) if e.id not in seen]
+            out += [(entry, None) for entry in rest[:left]]
+        return out
 
     def _listed(self, op: SearchOp, scopes: list[Scope], want: int, now: datetime) -> list[MemoryEntry]:
         """The matching items, most recently written first (``last_seen_at``), reading more while the
