@@ -21,7 +21,7 @@ from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
 from reverie.api.filters import CursorQuery
 from reverie.api.schemas import RequestModel, ValueOut, fields_of
 from reverie.graph import inputs as graph_input
-from reverie.graph.service import Triple, ref_of
+from reverie.graph.values import Triple, ref_of
 from reverie.types import Entity
 
 router = APIRouter(
@@ -219,24 +219,34 @@ def merge(rv: Engine, agent: WriteAgent, body: MergeIn) -> MergeOut:
 def query_relations(
     rv: Engine,
     agent: ReadAgent,
+    response: Response,
     from_: Annotated[RefQuery, Query(alias="from")] = None,
     relation: Annotated[str | None, Query(max_length=graph_input.MAX_RELATION_CHARS)] = None,
     to: RefQuery = None,
     entity: Annotated[RefQuery, Query(description="either end is this entity")] = None,
     include_invalid: Annotated[bool, Query(description="also invalidated relations (history)")] = False,
     limit: Limit = None,
+    paged: Annotated[bool, Query(description="a page in id order, the next page's cursor in X-Next-Cursor")] = False,
+    cursor: CursorQuery = None,
 ) -> list[RelationOut]:
-    """Relations matching every filter given, oldest first (404 for a reference to no entity)."""
-    found = rv.graph.relations(
-        agent,
-        from_ref=from_,
-        relation=relation,
-        to_ref=to,
-        entity_ref=entity,
-        include_invalid=include_invalid,
-        limit=limit,
-    )
-    return [RelationOut.model_validate(t) for t in found]
+    """Relations matching every filter given, oldest first (404 for a reference to no entity). With
+    ``paged=true`` or a ``cursor``: one page in relation-id order (stable), the next page's cursor in the
+    ``X-Next-Cursor`` header (absent on the last page); a walk sees every relation that matched for the whole
+    walk exactly once."""
+    wanted: dict[str, Any] = {
+        "from_ref": from_,
+        "relation": relation,
+        "to_ref": to,
+        "entity_ref": entity,
+        "include_invalid": include_invalid,
+        "limit": limit,
+    }
+    if not paged and cursor is None:
+        return [RelationOut.model_validate(t) for t in rv.graph.relations(agent, **wanted)]
+    page = rv.graph.relations_page(agent, cursor=cursor, **wanted)
+    if page.next_cursor is not None:
+        response.headers["X-Next-Cursor"] = page.next_cursor
+    return [RelationOut.model_validate(t) for t in page.items]
 
 
 @router.post("/relations", status_code=201, response_model=RelationWriteOut, summary="Add or reinforce a relation")

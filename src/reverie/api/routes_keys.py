@@ -8,11 +8,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Query, Response
 from pydantic import BaseModel, Field, model_validator
 
 from reverie.api.auth import Engine, admin_access
 from reverie.api.errors import COMMON_ERRORS, NOT_FOUND
+from reverie.api.filters import CursorQuery
 from reverie.api.schemas import RequestModel
 from reverie.keys.service import ADMIN, MEMORY_READ, MEMORY_WRITE, public_view
 from reverie.types import ApiKey
@@ -62,9 +63,20 @@ class NewKeyOut(BaseModel):
 
 
 @router.get("", response_model=list[KeyOut], summary="List API keys")
-def list_keys(rv: Engine) -> list[KeyOut]:
-    """Every key, revoked ones included, oldest first (never a secret or its hash)."""
-    return [KeyOut.model_validate(k) for k in rv.keys.list()]
+def list_keys(
+    rv: Engine,
+    response: Response,
+    limit: Annotated[int | None, Query(ge=1, le=1000, description="page: at most this many keys")] = None,
+    cursor: CursorQuery = None,
+) -> list[KeyOut]:
+    """Every key, revoked ones included, oldest first (never a secret or its hash). With ``limit`` or
+    ``cursor``: one page, the next page's cursor in the ``X-Next-Cursor`` header (absent on the last page)."""
+    if limit is None and cursor is None:
+        return [KeyOut.model_validate(k) for k in rv.keys.list()]
+    page = rv.keys.page(cursor=cursor, limit=limit)
+    if page.next_cursor is not None:
+        response.headers["X-Next-Cursor"] = page.next_cursor
+    return [KeyOut.model_validate(k) for k in page.items]
 
 
 @router.post("", status_code=201, response_model=NewKeyOut, summary="Create an API key")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import AliasChoices, BaseModel, Field
 
 from reverie.api.attribution import AgentRoute
@@ -210,9 +210,22 @@ def usage(
 @router.get(
     "/skills/{name:path}:history", response_model=list[SkillVersionOut], responses=NOT_FOUND, summary="Skill history"
 )
-def skill_history(rv: Engine, agent: ReadAgent, name: Name) -> list[SkillVersionOut]:
-    """Every version of the skill, oldest first."""
-    return [SkillVersionOut.model_validate(v) for v in rv.skills.history(agent, name)]
+def skill_history(
+    rv: Engine,
+    agent: ReadAgent,
+    name: Name,
+    response: Response,
+    limit: Annotated[int | None, Query(ge=1, le=1000, description="page: at most this many versions")] = None,
+    cursor: CursorQuery = None,
+) -> list[SkillVersionOut]:
+    """Every version of the skill, oldest first. With ``limit`` or ``cursor``: one page, the next page's
+    cursor in the ``X-Next-Cursor`` header (absent on the last page)."""
+    if limit is None and cursor is None:
+        return [SkillVersionOut.model_validate(v) for v in rv.skills.history(agent, name)]
+    page = rv.skills.history_page(agent, name, cursor=cursor, limit=limit)
+    if page.next_cursor is not None:
+        response.headers["X-Next-Cursor"] = page.next_cursor
+    return [SkillVersionOut.model_validate(v) for v in page.items]
 
 
 @router.post(

@@ -19,7 +19,7 @@ from reverie.errors import ValidationError
 
 if TYPE_CHECKING:  # the service (and the storage port it imports) loads when a command runs
     from reverie.engine import Reverie
-    from reverie.graph.service import EntitySubgraph, GraphPath, Triple
+    from reverie.graph.values import EntitySubgraph, GraphPath, Triple
     from reverie.types import Entity
 
 app = typer.Typer(
@@ -31,6 +31,7 @@ PropertiesOption = typer.Option(None, "--properties", "-p", help='A JSON object,
 SourceOption = typer.Option(None, "--source", help="Id of a memory entry it came from (repeatable).")
 LimitOption = typer.Option(None, "--limit", "-n", help="At most this many (default [graph] list_limit).")
 AllOption = typer.Option(False, "--all", help="Include invalidated relations (history).")
+CursorOption = typer.Option(None, "--cursor", help="One page in relation-id order after this cursor ('' the first).")
 
 
 def _properties(text: str | None) -> dict[str, Any] | None:
@@ -54,7 +55,7 @@ def _when(value: datetime | None) -> str:
 
 
 def ref_of(entity: Entity) -> str:
-    from reverie.graph.service import ref_of as service_ref_of
+    from reverie.graph.values import ref_of as service_ref_of
 
     return service_ref_of(entity)
 
@@ -203,12 +204,18 @@ def list_relations(
     entity: str = typer.Option(..., "--entity", "-e", help="The entity, type:name."),
     include_invalid: bool = AllOption,
     limit: int | None = LimitOption,
+    cursor: str | None = CursorOption,
     agent: str = AgentOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """The relations of one entity, either direction, oldest first."""
+    """The relations of one entity, either direction, oldest first; with --cursor one page in id order
+    ('' for the first; stderr gives the cursor of the next)."""
     with engine(ctx) as rv:
-        found = rv.graph.relations(agent, entity_ref=entity, include_invalid=include_invalid, limit=limit)
+        wanted: dict[str, Any] = {"entity_ref": entity, "include_invalid": include_invalid, "limit": limit}
+        if cursor is not None:
+            found = _relation_page(rv, agent, wanted, cursor, "list-relations")
+        else:
+            found = rv.graph.relations(agent, **wanted)
         if as_json:
             emit_json(found)
             return
@@ -223,18 +230,36 @@ def query(
     to: str | None = typer.Option(None, "--to", help="Only relations to this entity."),
     include_invalid: bool = AllOption,
     limit: int | None = LimitOption,
+    cursor: str | None = CursorOption,
     agent: str = AgentOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Relations matching every filter given, oldest first."""
+    """Relations matching every filter given, oldest first; with --cursor one page in id order ('' for
+    the first; stderr gives the cursor of the next)."""
     with engine(ctx) as rv:
-        found = rv.graph.relations(
-            agent, from_ref=from_, relation=relation, to_ref=to, include_invalid=include_invalid, limit=limit
-        )
+        wanted: dict[str, Any] = {
+            "from_ref": from_,
+            "relation": relation,
+            "to_ref": to,
+            "include_invalid": include_invalid,
+            "limit": limit,
+        }
+        if cursor is not None:
+            found = _relation_page(rv, agent, wanted, cursor, "query")
+        else:
+            found = rv.graph.relations(agent, **wanted)
         if as_json:
             emit_json(found)
             return
         _triples(found, "no relations match")
+
+
+def _relation_page(rv: Reverie, agent: str, wanted: dict[str, Any], cursor: str | None, command: str) -> list[Triple]:
+    """The page of relations after ``cursor`` (None: the first); the next page's cursor goes to stderr."""
+    page = rv.graph.relations_page(agent, cursor=cursor, **wanted)
+    if page.next_cursor is not None:
+        typer.echo(f"more: reverie kg {command} --cursor {page.next_cursor} (with the same flags)", err=True)
+    return list(page.items)
 
 
 @app.command()

@@ -94,10 +94,22 @@ def create(
 
 
 @app.command("list")
-def list_keys(ctx: typer.Context, as_json: bool = JsonOption) -> None:
-    """Every key, revoked ones included, oldest first (never the secrets)."""
+def list_keys(
+    ctx: typer.Context,
+    limit: int | None = typer.Option(None, "--limit", "-n", help="One page of this many, oldest first (1-1000)."),
+    cursor: str | None = typer.Option(None, "--cursor", help="The page after this cursor (printed by a page)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Every key, revoked ones included, oldest first (never the secrets); with -n or --cursor one page, and on
+    stderr the cursor of the next."""
     with engine(ctx) as rv:
-        keys = rv.keys.list()
+        if limit is None and cursor is None:
+            keys = rv.keys.list()
+        else:
+            page = rv.keys.page(cursor=cursor, limit=limit)
+            keys = list(page.items)
+            if page.next_cursor is not None:
+                typer.echo(f"more: reverie keys list --cursor {page.next_cursor}", err=True)
     if as_json:
         emit_json([public_view(k) for k in keys])
     else:

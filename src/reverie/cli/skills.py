@@ -179,10 +179,24 @@ def restore(
 
 
 @app.command()
-def history(ctx: typer.Context, name: str = NameArgument, agent: str = AgentOption, as_json: bool = JsonOption) -> None:
-    """Every version of a skill, oldest first."""
+def history(
+    ctx: typer.Context,
+    name: str = NameArgument,
+    limit: int | None = typer.Option(None, "--limit", "-n", help="One page of this many, oldest first (1-1000)."),
+    cursor: str | None = typer.Option(None, "--cursor", help="The page after this cursor (printed by a page)."),
+    agent: str = AgentOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Every version of a skill, oldest first; with -n or --cursor one page, and on stderr the cursor of the
+    next."""
     with engine(ctx) as rv:
-        versions = rv.skills.history(agent, name)
+        if limit is None and cursor is None:
+            versions = rv.skills.history(agent, name)
+        else:
+            page = rv.skills.history_page(agent, name, cursor=cursor, limit=limit)
+            versions = list(page.items)
+            if page.next_cursor is not None:
+                typer.echo(f"more: reverie skills history {name} --cursor {page.next_cursor}", err=True)
         if as_json:
             emit_json(versions)
             return

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
@@ -39,6 +39,15 @@ from reverie.core.graph import THING
 from reverie.errors import Conflict, NotFound, ValidationError
 from reverie.graph import inputs as checks
 from reverie.graph.inputs import MAX_DEPTH, MAX_LIMIT
+from reverie.graph.values import (
+    EntitySubgraph,
+    EntityWrite,
+    GraphPath,
+    MergeReport,
+    RelationWrite,
+    Triple,
+    ref_of,
+)
 from reverie.storage.base import Store
 from reverie.types import Entity, Page, Relation
 
@@ -68,89 +77,6 @@ class GraphConfig:
         for name in self.exclusive_relations:
             if rules.relation_key(name) != name:
                 raise ValueError(f"exclusive relation {name!r} is not in lower snake case")
-
-
-@dataclass(frozen=True, slots=True)
-class EntityWrite:
-    """What ``add_entity`` did: ``outcome`` is ``created`` or ``updated``; ``absorbed`` lists the ids of
-    ``thing`` entities the new typed one absorbed (merged into it)."""
-
-    entity: Entity
-    outcome: str
-    absorbed: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Triple:
-    """A relation with both of its entities: ``source -relation-> target``."""
-
-    relation: Relation
-    source: Entity
-    target: Entity
-
-    @property
-    def text(self) -> str:
-        """``person:Ana -works_at-> company:Acme``."""
-        return f"{ref_of(self.source)} -{self.relation.relation}-> {ref_of(self.target)}"
-
-
-@dataclass(frozen=True, slots=True)
-class RelationWrite:
-    """What ``add_relation`` did: ``outcome`` is ``created`` or ``reinforced``; ``invalidated``: the
-    relations the new one contradicted (an exclusive relation's previous targets), now invalid."""
-
-    triple: Triple
-    outcome: str
-    invalidated: tuple[Relation, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class MergeReport:
-    """What ``merge_entities`` did: ``entity`` is the kept entity as it now is, ``merged`` the duplicate
-    (``merged_into`` set); ``moved`` the ids of the relations re-pointed, ``duplicates`` those of them
-    invalidated as copies of one the kept entity had, ``invalidated`` the exclusive relations the merge
-    made contradictory (the older ones)."""
-
-    entity: Entity
-    merged: Entity
-    moved: tuple[str, ...] = ()
-    duplicates: tuple[str, ...] = ()
-    invalidated: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class GraphPath:
-    """A shortest path: the relations walked from ``start`` to ``goal``, each with its real direction."""
-
-    start: Entity
-    goal: Entity
-    triples: tuple[Triple, ...]
-
-    @property
-    def entities(self) -> tuple[Entity, ...]:
-        """The entities along the path, ``start`` first and ``goal`` last."""
-        out = [self.start]
-        for triple in self.triples:
-            out.append(triple.target if triple.source.entity_id == out[-1].entity_id else triple.source)
-        return tuple(out)
-
-
-@dataclass(frozen=True, slots=True)
-class EntitySubgraph:
-    """The entities within ``depth`` hops of ``center`` (nearest first, ``distances`` by id) and every valid
-    relation among them. ``truncated``: the entity limit cut the walk short."""
-
-    center: Entity
-    depth: int
-    entities: tuple[Entity, ...]
-    triples: tuple[Triple, ...]
-    distances: dict[str, int] = field(default_factory=dict)
-    truncated: bool = False
-
-
-def ref_of(entity: Entity) -> str:
-    """The reference that names ``entity``: ``type:name``."""
-    return rules.format_ref(entity.type, entity.name)
 
 
 class KnowledgeGraph:
@@ -311,20 +237,52 @@ class KnowledgeGraph:
         """Relations matching every filter given (``entity_ref``: either end), oldest first; valid ones
         only unless ``include_invalid``. Raises ``NotFound`` for a reference to no entity."""
         agent = checks.agent(agent_id)
-        invalid_too = checks.flag(include_invalid, "include_invalid")
+        wanted = self._relation_filter(agent, from_ref, relation, to_ref, entity_ref, include_invalid)
+        return self._triples(agent, self._store.graph.relations(agent, **wanted, limit=self._limit(limit)))
+
+    def relations_page(
+        self,
+        agent_id: str,
+        *,
+        from_ref: str | None = None,
+        relation: str | None = None,
+        to_ref: str | None = None,
+        entity_ref: str | None = None,
+        include_invalid: bool = False,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> Page[Triple]:
+        """``relations`` a page at a time, in relation-id order (stable, not meaningful), at most ``limit``
+        (default ``list_limit``); ``next_cursor`` for the next page (None on the last). Keyset on the id: a
+        walk sees every matching relation that matched for the whole walk exactly once."""
+        agent = checks.agent(agent_id)
+        wanted = self._relation_filter(agent, from_ref, relation, to_ref, entity_ref, include_invalid)
+        return filters.keyset_page(
+            lambda after, n: self._triples(
+                agent,
+                self._store.graph.relations_page(agent, **wanted, after=None if after is None else after[1], limit=n),
+            ),
+            cursor,
+            self._limit(limit),
+            filters.fingerprint("relations", agent, wanted),
+            lambda triple: (None, triple.relation.relation_id),
+        )
+
+    def _relation_filter(
+        self, agent: str, from_ref: object, relation: object, to_ref: object, entity_ref: object, invalid: object
+    ) -> dict[str, Any]:
+        """The checked filters of a relation query as the repository's keywords (references resolved to ids)."""
+        invalid_too = checks.flag(invalid, "include_invalid")
         ids: dict[str, str | None] = {}
         for name, ref in (("from", from_ref), ("to", to_ref), ("entity", entity_ref)):
             ids[name] = None if ref is None else self._resolve(agent, checks.reference(ref, name), name).entity_id
-        found = self._store.graph.relations(
-            agent,
-            entity_id=ids["entity"],
-            source_id=ids["from"],
-            relation=None if relation is None else checks.relation(relation),
-            target_id=ids["to"],
-            include_invalid=invalid_too,
-            limit=self._limit(limit),
-        )
-        return self._triples(agent, found)
+        return {
+            "entity_id": ids["entity"],
+            "source_id": ids["from"],
+            "relation": None if relation is None else checks.relation(relation),
+            "target_id": ids["to"],
+            "include_invalid": invalid_too,
+        }
 
     def path(self, agent_id: str, from_ref: str, to_ref: str, max_depth: int | None = None) -> GraphPath | None:
         """One shortest chain of valid relations between two entities (either direction), of at most

@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 import logging
@@ -29,15 +30,15 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from reverie.clock import Clock
-from reverie.core import validate
+from reverie.core import filters, validate
 from reverie.core.proactive import writer_of
 from reverie.errors import NotFound, StorageError, ValidationError
 from reverie.storage.base import Store
-from reverie.types import ApiKey, MemoryEntry, is_user_agent
+from reverie.types import ApiKey, MemoryEntry, Page, is_user_agent
 from reverie.types.keys import ADMIN as ADMIN
 from reverie.types.keys import AGENT_SCOPES as AGENT_SCOPES
 from reverie.types.keys import ANY_USER
@@ -200,6 +201,19 @@ class ApiKeys:
         """Every key, revoked ones included, oldest first."""
         return self._store.keys.list()
 
+    def page(self, *, cursor: str | None = None, limit: int | None = None) -> Page[ApiKey]:
+        """``list`` a page at a time: at most ``limit`` (1 to 1000, default 100) keys, oldest first, and the
+        ``next_cursor`` of the next page (None on the last). Keyset on (created_at, id), which no write moves:
+        a walk sees every key that existed for the whole walk exactly once."""
+        count = validate.limit(100 if limit is None else limit)
+
+        def read(after: tuple[Any, str] | None, n: int) -> builtins.list[ApiKey]:
+            return self._store.keys.page(None if after is None else (_moment(after[0]), after[1]), n)
+
+        return filters.keyset_page(
+            read, cursor, count, filters.fingerprint("keys"), lambda k: (k.created_at.isoformat(), k.key_id)
+        )
+
     def revoke(self, key_id: str) -> ApiKey:
         """Refuse the key from now on; returns it as stored. Revoking a revoked key changes nothing.
         Raises ``NotFound``."""
@@ -253,3 +267,11 @@ class ApiKeys:
         if ADMIN in key.scopes or not is_user_agent(entry.scope.agent_id):
             return True
         return key.agent_id is not None and writer_of(entry.metadata) == key.agent_id
+
+
+def _moment(value: object) -> datetime:
+    """A cursor's creation time; a token that does not hold one is no cursor of the key listing."""
+    found = filters.moment(value, "cursor") if isinstance(value, str) else None
+    if found is None:
+        raise ValidationError("cursor is not a cursor of this listing", field="cursor")
+    return found

@@ -295,6 +295,29 @@ class SkillStore:
         skill = self.get(agent_id, name)
         return self._store.skills.history(skill.agent_id, skill.name)
 
+    def history_page(
+        self, agent_id: str, name: str, *, cursor: str | None = None, limit: int | None = None
+    ) -> Page[SkillVersion]:
+        """``history`` a page at a time (1 to 1000, default 100), oldest first; ``next_cursor`` for the next
+        page (None on the last). Keyset on the version number (append-only): a walk sees every version
+        exactly once, new ones at its end. Raises ``NotFound``."""
+        count = inputs.limit(100 if limit is None else limit)
+        skill = self.get(agent_id, name)
+
+        def read(after: tuple[Any, str] | None, n: int) -> builtins.list[SkillVersion]:
+            number = None if after is None else after[0]
+            if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+                raise ValidationError("cursor is not a cursor of this listing", field="cursor")
+            return self._store.skills.history_page(skill.agent_id, skill.name, number, n)
+
+        return filters.keyset_page(
+            read,
+            cursor,
+            count,
+            filters.fingerprint("skill-versions", skill.agent_id, skill.name),
+            lambda version: (version.version, str(version.version)),
+        )
+
     def search(self, agent_id: str, query: str, *, limit: int | None = None, prefix: str = "") -> SkillSearch:
         """The live skills (named ``prefix`` or under it) that best match ``query``: BM25 over name, summary
         and content fused with vector similarity (``skills.rank``); BM25 alone without an embedder or when it

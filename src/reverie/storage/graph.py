@@ -81,6 +81,22 @@ class GraphRepository(Protocol):
         ``include_invalid``, oldest first."""
         ...
 
+    def relations_page(
+        self,
+        agent_id: str,
+        *,
+        entity_id: str | None = None,
+        source_id: str | None = None,
+        relation: str | None = None,
+        target_id: str | None = None,
+        include_invalid: bool = False,
+        after: str | None,
+        limit: int,
+    ) -> list[Relation]:
+        """Up to ``limit`` relations matching every filter given (as ``relations``), in id order (code points),
+        ids after ``after`` only (None: from the start). Keyset, never an offset."""
+        ...
+
     def neighbours(self, agent_id: str, entity_ids: list[str], *, include_invalid: bool = False) -> list[Relation]:
         """Every relation with either end in ``entity_ids`` (one hop of a path or subgraph walk)."""
         ...

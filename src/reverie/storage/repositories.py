@@ -306,6 +306,11 @@ class ApiKeyRepository(Protocol):
         """Every key, revoked ones included, oldest first (then by id)."""
         ...
 
+    def page(self, after: tuple[datetime, str] | None, limit: int) -> builtins.list[ApiKey]:
+        """Up to ``limit`` keys in ``list`` order (created_at, then id in code points), strictly after the
+        position ``after`` (None: from the start). Keyset, never an offset."""
+        ...
+
 
 class UsageRepository(Protocol):
     """The usage log: append-only. Periods are half-open: ``since <= at < until`` (either bound None:

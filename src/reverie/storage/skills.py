@@ -75,6 +75,11 @@ class SkillRepository(Protocol):
         """Every version of the skill, oldest first; empty when the name is not stored."""
         ...
 
+    def history_page(self, agent_id: str, name: str, after: int | None, limit: int) -> builtins.list[SkillVersion]:
+        """Up to ``limit`` versions of the skill numbered above ``after`` (None: from the first), oldest first.
+        Keyset, never an offset."""
+        ...
+
     def version(self, agent_id: str, name: str, version: int) -> SkillVersion | None: ...
 
     def purge_archived(self, before: datetime) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 
 from reverie.core.text import preview
 from reverie.graph import inputs as graph_input
-from reverie.graph.service import EntitySubgraph, GraphPath, Triple, ref_of
+from reverie.graph.values import EntitySubgraph, GraphPath, Triple, ref_of
 from reverie.tools.base import ToolContext, ToolError, ToolResult
 from reverie.tools.services import ToolServices
 from reverie.tools.specs import KNOWLEDGE_QUERY
@@ -122,22 +122,31 @@ def knowledge_query(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) ->
 
 
 def _relations(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    found = rv.graph.relations(
-        ctx.agent_id,
-        from_ref=args.get("from"),
-        relation=args.get("relation"),
-        to_ref=args.get("to"),
-        entity_ref=args.get("entity"),
-        include_invalid=args.get("include_invalid", False),
-        limit=args.get("limit"),
-    )
+    wanted: dict[str, Any] = {
+        "from_ref": args.get("from"),
+        "relation": args.get("relation"),
+        "to_ref": args.get("to"),
+        "entity_ref": args.get("entity"),
+        "include_invalid": args.get("include_invalid", False),
+        "limit": args.get("limit"),
+    }
+    next_cursor = None
+    if "cursor" in args:  # a page in id order ('' for the first), so a walk by next_cursor sees every one
+        page = rv.graph.relations_page(ctx.agent_id, cursor=args["cursor"], **wanted)
+        found, next_cursor = list(page.items), page.next_cursor
+    else:
+        found = rv.graph.relations(ctx.agent_id, **wanted)
     filters = " ".join(f"{k}={args[k]!r}" for k in ("from", "relation", "to", "entity") if k in args) or "(no filter)"
     which = "" if args.get("include_invalid") else "valid "
+    order = "one page, in id order" if "cursor" in args else "oldest first"
     if not found:
         text = f"No {which}relations match {filters}. The graph holds only what was recorded in it."
     else:
-        text = "\n".join([f"{len(found)} {which}relation(s) for {filters}, oldest first:", *map(relation_line, found)])
-    return ToolResult(text, {"mode": "relations", "relations": [relation_data(t) for t in found]})
+        text = "\n".join([f"{len(found)} {which}relation(s) for {filters}, {order}:", *map(relation_line, found)])
+    if next_cursor is not None:
+        text += f"\nMore: call {KNOWLEDGE_QUERY} again with the same filters and cursor={next_cursor!r}."
+    data = {"mode": "relations", "relations": [relation_data(t) for t in found], "next_cursor": next_cursor}
+    return ToolResult(text, data)
 
 
 def _path(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

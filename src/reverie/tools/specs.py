@@ -413,7 +413,9 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
                 ),
                 "include_invalid": {"type": "boolean", "default": False},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
-                "cursor": _described(_STRING, "mode entities without text: the previous page's next_cursor"),
+                "cursor": _described(
+                    _STRING, "mode entities without text, or relations: the previous page's next_cursor ('' first)"
+                ),
             }
         ),
         MEMORY_READ,

@@ -230,18 +230,28 @@ class SqlGraph:
         include_invalid: bool = False,
         limit: int = 1000,
     ) -> builtins.list[Relation]:
-        where = "agent_id = ?"
-        params: builtins.list[Any] = [agent_id]
-        if entity_id is not None:
-            where += " AND (source_id = ? OR target_id = ?)"
-            params += [entity_id, entity_id]
-        for column, value in (("source_id", source_id), ("relation", relation), ("target_id", target_id)):
-            if value is not None:
-                where += f" AND {column} = ?"
-                params.append(value)
-        if not include_invalid:
-            where += " AND invalid_at IS NULL"
+        where, params = _relation_filter(agent_id, entity_id, source_id, relation, target_id, include_invalid)
         return self._relations(where, [*params, max(limit, 0)], f"{_OLDEST_FIRST} LIMIT ?")
+
+    def relations_page(
+        self,
+        agent_id: str,
+        *,
+        entity_id: str | None = None,
+        source_id: str | None = None,
+        relation: str | None = None,
+        target_id: str | None = None,
+        include_invalid: bool = False,
+        after: str | None,
+        limit: int,
+    ) -> builtins.list[Relation]:
+        # Keyset on the id (code-point order on both backends), which never changes: a walk is exact.
+        c = self._d.collate_c
+        where, params = _relation_filter(agent_id, entity_id, source_id, relation, target_id, include_invalid)
+        if after is not None:
+            where += f" AND relation_id{c} > ?"
+            params.append(after)
+        return self._relations(where, [*params, max(limit, 0)], f"ORDER BY relation_id{c} LIMIT ?")
 
     def neighbours(
         self, agent_id: str, entity_ids: builtins.list[str], *, include_invalid: bool = False
@@ -260,3 +270,26 @@ class SqlGraph:
             entities = self._entities(f"agent_id = ? AND {_LIVE}", [agent_id])
             relations = self._relations("agent_id = ? AND invalid_at IS NULL", [agent_id])
         return fingerprint(entities, relations)
+
+
+def _relation_filter(
+    agent_id: str,
+    entity_id: str | None,
+    source_id: str | None,
+    relation: str | None,
+    target_id: str | None,
+    include_invalid: bool,
+) -> tuple[str, builtins.list[Any]]:
+    """The WHERE clause and its parameters of a relation query: every filter given (``entity_id``: either end)."""
+    where = "agent_id = ?"
+    params: builtins.list[Any] = [agent_id]
+    if entity_id is not None:
+        where += " AND (source_id = ? OR target_id = ?)"
+        params += [entity_id, entity_id]
+    for column, value in (("source_id", source_id), ("relation", relation), ("target_id", target_id)):
+        if value is not None:
+            where += f" AND {column} = ?"
+            params.append(value)
+    if not include_invalid:
+        where += " AND invalid_at IS NULL"
+    return where, params

@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 from typing import Any
 
@@ -86,6 +87,18 @@ class SqlKeys:
     def list(self) -> list[ApiKey]:
         statement = self._d.sql(f"SELECT {_COLUMNS} FROM api_keys ORDER BY created_at, key_id{self._d.collate_c}")
         rows = self._db.read(lambda c: c.execute(statement).fetchall())
+        return [self._key(r) for r in rows]
+
+    def page(self, after: tuple[datetime, str] | None, limit: int) -> builtins.list[ApiKey]:
+        # Keyset on (created_at, key_id), oldest first: no write moves either (revoking and binding keep
+        # both), so a walk is exact.
+        d = self._d
+        keyset, params = "", []
+        if after is not None:
+            keyset = f" WHERE created_at > ? OR (created_at = ? AND key_id{d.collate_c} > ?)"
+            params = [d.ts(after[0]), d.ts(after[0]), after[1]]
+        statement = d.sql(f"SELECT {_COLUMNS} FROM api_keys{keyset} ORDER BY created_at, key_id{d.collate_c} LIMIT ?")
+        rows = self._db.read(lambda c: c.execute(statement, [*params, max(limit, 0)]).fetchall())
         return [self._key(r) for r in rows]
 
 

@@ -201,12 +201,18 @@ class SqlSkills:
         row = self._db.read(lambda c: c.execute(statement, (agent_id,)).fetchone())
         return int(row[0]) if row else 0
 
-    def _versions(self, where: str, params: Sequence[Any]) -> builtins.list[SkillVersion]:
-        statement = self._d.sql(f"SELECT {_VERSION_COLUMNS} FROM skill_versions WHERE {where} ORDER BY version")
+    def _versions(self, where: str, params: Sequence[Any], tail: str = "") -> builtins.list[SkillVersion]:
+        statement = self._d.sql(f"SELECT {_VERSION_COLUMNS} FROM skill_versions WHERE {where} ORDER BY version{tail}")
         return [self._version(r) for r in self._db.read(lambda c: c.execute(statement, params).fetchall())]
 
     def history(self, agent_id: str, name: str) -> builtins.list[SkillVersion]:
         return self._versions("agent_id = ? AND name = ?", (agent_id, name))
+
+    def history_page(self, agent_id: str, name: str, after: int | None, limit: int) -> builtins.list[SkillVersion]:
+        # Keyset on the version number: versions are append-only, so a walk is exact.
+        return self._versions(
+            "agent_id = ? AND name = ? AND version > ?", (agent_id, name, after or 0, max(limit, 0)), " LIMIT ?"
+        )
 
     def version(self, agent_id: str, name: str, version: int) -> SkillVersion | None:
         found = self._versions("agent_id = ? AND name = ? AND version = ?", (agent_id, name, version))
