@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from reverie.types import MemoryEntry
+from reverie.views.plain import iso_z
 
 # metadata: which note an entry was imported from (``markdown.py``); bookkeeping about files, not written in notes.
 IMPORT_KEY = "import"
@@ -105,11 +106,11 @@ def render_note(entry: MemoryEntry) -> str:
     front["importance"] = round(entry.importance, 2)
     front["pinned"] = entry.pinned
     front["confidence"] = round(entry.confidence, 2)
-    front["created"] = _iso(entry.created_at)
+    front["created"] = iso_z(entry.created_at)
     if entry.updated_at is not None:
-        front["updated"] = _iso(entry.updated_at)
+        front["updated"] = iso_z(entry.updated_at)
     if entry.expires_at is not None:
-        front["expires"] = _iso(entry.expires_at)
+        front["expires"] = iso_z(entry.expires_at)
     for meta_key, front_key in SUBJECT_KEYS:
         if meta_key in meta:
             front[front_key] = meta.pop(meta_key)
@@ -271,10 +272,6 @@ def _sorted(value: Any) -> Any:
 
 def _slug(text: str) -> str:
     return _SLUG_CHARS.sub("-", text.lower()).strip("-")
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
