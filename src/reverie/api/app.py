@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from reverie import __version__
-from reverie.api import errors
+from reverie.api import console, errors
 from reverie.api.auth import PUBLIC_PATHS, Authenticate, LoopbackGuard, user_access
 from reverie.api.limits import BodyLimit
 from reverie.api.routes_dream import DreamRunner
@@ -90,12 +90,14 @@ def create_app(
     app.state.tools = ToolRegistry(rv)
     app.state.dreams = DreamRunner(rv)
     errors.install(app)
-    # Starlette runs the middleware added last first: (without keys) the loopback guard, authentication,
-    # then the body limit.
+    # Starlette runs the middleware added last first: the console's security headers, (without keys) the
+    # loopback guard, authentication, the console's CSRF guard, then the body limit.
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
-    app.add_middleware(Authenticate, rv=rv, enabled=auth)
+    app.add_middleware(console.CsrfGuard)  # after authentication: the CSRF token is the signed-in key's
+    app.add_middleware(Authenticate, rv=rv, enabled=auth, public=console.is_public)
     if not auth:
         app.add_middleware(LoopbackGuard)
+    app.add_middleware(console.SecurityHeaders)
     for router in (memory_router, working_router, sessions_router, tools_router, dream_router, usage_router):
         app.include_router(router)
     app.include_router(kv_router)
@@ -105,6 +107,7 @@ def create_app(
     app.include_router(proactive_router)
     app.include_router(proactive_users_router)
     app.include_router(keys_router)
+    console.install(app)  # the web console (/console): its shell, its fragments and its bundled assets
 
     @app.get("/health", response_model=Health, tags=["health"], summary="Liveness (no key needed)")
     def health() -> Health:

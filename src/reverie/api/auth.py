@@ -19,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
@@ -89,13 +90,16 @@ class Authenticate:
 
     With ``enabled=False`` every request passes, with no key (the routes then allow everything)."""
 
-    def __init__(self, app: ASGIApp, *, rv: Reverie, enabled: bool) -> None:
+    def __init__(
+        self, app: ASGIApp, *, rv: Reverie, enabled: bool, public: Callable[[str], bool] = lambda path: False
+    ) -> None:
         self.app = app
         self.rv = rv
         self.enabled = enabled
+        self.public = public  # paths served without a key besides PUBLIC_PATHS (the console's shell and assets)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.enabled or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] != "http" or not self.enabled or scope["path"] in PUBLIC_PATHS or self.public(scope["path"]):
             await self.app(scope, receive, send)
             return
         secret = secret_of(scope["headers"])

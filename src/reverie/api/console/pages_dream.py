@@ -1,0 +1,7 @@
+"""The console's dream page (placeholder: its routes are added by the page's own work)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,1 @@
+// The console's charts script: filled by its page's work.

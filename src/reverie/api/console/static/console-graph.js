@@ -1,0 +1,1 @@
+// The console's graph script: filled by its page's work.

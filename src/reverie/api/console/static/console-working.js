@@ -1,0 +1,1 @@
+// The console's working page script (loaded on every page; acts only on its own elements after each swap).
