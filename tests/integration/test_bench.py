@@ -244,7 +244,7 @@ def test_truth_bench_swallows_no_correction_and_the_baseline_does() -> None:
     report = run_truth(facts=28, restated=3, twins=6, overrides={"embedding": {"provider": "hash"}})
     on, off = report.runs
     assert (on.stance_check, off.stance_check) == (True, False)
-    assert on.contradictions == 28 and set(on.by_kind) == {"negation", "antonym", "order", "time"}
+    assert on.contradictions == 28 and set(on.by_kind) == {"negation", "antonym", "order", "time", "value"}
     assert on.false_reinforcements == 0 and on.findable_by_id == 28 and on.superseded_kept == 28
     assert on.current_above >= 26 and on.twins_apart == 6
     assert off.false_reinforcements > 10 and off.superseded_kept == 0  # what saves did before the check

@@ -1,6 +1,6 @@
 """The generated traffic of ``reverie bench truth``: durable everyday facts about people and projects, each
 with later statements that contradict it (a negation, an antonym, a flipped comparison or move, a moved
-time), plain restatements, and twins (the same statement about someone else).
+time, a replaced value), plain restatements, and twins (the same statement about someone else).
 
 Seeded, so runs compare. English, with varied wording: each contradiction kind has several templates and
 each template several ways to say the opposite. Nothing here is tuned to the stance vocabulary's lists beyond
@@ -21,6 +21,7 @@ PROJECTS = ("Harbor", "Lantern", "Atlas", "Beacon", "Compass", "Juniper", "Merid
 CITIES = ("Lisbon", "Oslo", "Nairobi", "Kyoto", "Toronto", "Porto", "Denver", "Cairo", "Dublin", "Seoul")
 FOODS = ("peanuts", "shellfish", "gluten", "dairy", "sesame", "soy", "eggs", "strawberries")
 DRINKS = ("coffee", "black tea", "green tea", "espresso", "matcha", "sparkling water")
+CI_TOOLS = ("Jenkins", "GitHub Actions", "GitLab CI", "CircleCI", "Buildkite", "Drone")
 DAYS = ("Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays")
 PAIRS = (
     ("tabs", "spaces"), ("Vim", "Emacs"), ("Python", "Go"), ("PostgreSQL", "MySQL"), ("Slack", "email"),
@@ -37,7 +38,7 @@ class Template:
     """A durable fact, the ways to contradict it, and a question about it. ``{n}`` is the subject (a name or a
     project), ``{x}`` and ``{y}`` the objects."""
 
-    kind: str  # negation, antonym, order, time
+    kind: str  # negation, antonym, order, time, value
     fact: str
     contradictions: tuple[str, ...]
     query: str
@@ -90,6 +91,18 @@ TEMPLATES = (
     Template("time", "{n} will lead the {x} launch.",
              ("{n} was leading the {x} launch.",),
              "who leads the {x} launch", "person", (PROJECTS,)),
+    Template("value", "{n}'s favourite drink is {x}.",
+             ("{n}'s favourite drink is {y}.", "{n}'s favourite drink is {y} now."),
+             "what is {n}'s favourite drink", "person", (DRINKS, DRINKS)),
+    Template("value", "{n} lives in {x}.",
+             ("{n} lives in {y} now.", "{n} lives in {y} these days."),
+             "where does {n} live", "person", (CITIES, CITIES)),
+    Template("value", "The {n} stand-up is at 10:00.",
+             ("The {n} stand-up is at 9:30 now.", "The {n} stand-up is at 11:15 from now on."),
+             "when is the {n} stand-up", "project", ()),
+    Template("value", "{n}'s CI runs on {x}.",
+             ("{n}'s CI runs on {y} now.", "{n}'s CI actually runs on {y}."),
+             "what does {n}'s CI run on", "project", (CI_TOOLS, CI_TOOLS)),
 )  # fmt: skip
 
 
@@ -138,15 +151,21 @@ def truth_facts(count: int, seed: int) -> list[TruthFact]:
         # One fact per subject and set of objects: "Ravi prefers tea over coffee" and "Ravi uses tea instead of
         # coffee" would be two wordings of one belief, and their contradictions would cross.
         key = f"{subject}|{'|'.join(sorted(objects))}" if objects else _fill(template, subject, objects, template.fact)
+        if template.kind == "value":  # one value per subject: a second "Marco's favourite drink is …" replaces it
+            key = f"{subject}|{template.fact}"
         if key not in seen:
             seen.add(key)
             drawn.append((template, subject, objects))
+    twinned: dict[str, set[str]] = {}  # a value template's twins so far, by subject: one value per subject
     for template, subject, objects in drawn:
         # Free: no fact of this template, nor one about the same objects ("prefers tea over coffee" and "uses
         # tea instead of coffee" say one thing).
         taken = {s for t, s, o in drawn if t is template or (objects and sorted(o) == sorted(objects))}
+        taken |= twinned.get(template.fact, set())
         free = [n for n in (NAMES if template.subject == "person" else PROJECTS) if n not in taken]
         other = rng.choice(free) if free else subject  # no free subject: the twin is the fact itself
+        if template.kind == "value":
+            twinned.setdefault(template.fact, set()).add(other)
         said = rng.choice(template.contradictions)
         out.append(
             TruthFact(

@@ -8,9 +8,11 @@ specifics decide what to do with it:
 - extend: the new text adds specifics and drops none of the existing ones (a more detailed restatement):
   it is appended;
 - distinct: each side has a specific the other lacks (a name, a number or a date was *replaced*: a
-  near-miss twin, a different fact), or the extension would be too long: it becomes its own entry;
+  near-miss twin, a different fact), or the statement's value was replaced by another word ("… is tea" →
+  "… is coffee", ``core.stance.replaced_value``), or the extension would be too long: it becomes its own entry;
 - contradict: it would reinforce or extend, but the two texts differ in stance (``core.stance``: one negates,
-  reverses, flips or moves in time what the other says): a changed belief, saved as its own entry.
+  reverses, flips or moves in time what the other says, or replaces its value saying so — "now", "switched" —
+  or where only one value can hold — "favourite"): a changed belief, saved as its own entry.
 
 Invariant: a verdict never loses a specific or a stance. Reinforce is only returned when the existing text
 covers the candidate (the merge coverage check) and says it with the same stance; extend keeps both texts
@@ -25,7 +27,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from reverie.core.coverage import CoverageSource, SpecificKind, Vocabulary, check_coverage, lowercase_words, specifics
-from reverie.core.stance import StanceDifference, parse_failed, same_text, same_topic, stance_difference, topic_words
+from reverie.core.stance import (
+    StanceDifference,
+    parse_failed,
+    replaced_value,
+    same_text,
+    same_topic,
+    stance_difference,
+    topic_words,
+)
 from reverie.core.text import STOPWORDS
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -147,8 +157,17 @@ def decide(existing: str, candidate: str, *, category: str | None, vocabulary: V
     closest = closest_paragraph(original, candidate, vocabulary)
     difference = stance_difference(closest, candidate, vocabulary.stance)
     if difference is None:
+        if verdict is not Verdict.DISTINCT and replaced_value(closest, candidate, vocabulary.stance) is not None:
+            # "… is tea" then "… is coffee": an ordinary word is a value too, and reinforcing would store the
+            # new one nowhere. A different fact, as a replaced name or number is (a changed belief when the
+            # stance check reads it as one: a "value" difference).
+            return Decision(Verdict.DISTINCT, appended)
         return Decision(verdict, appended)
-    if verdict is Verdict.DISTINCT and not same_specifics(closest, candidate, category, vocabulary):
+    if (
+        verdict is Verdict.DISTINCT
+        and difference.kind != "value"
+        and _lost_specific(closest, candidate, category, vocabulary)
+    ):
         return Decision(verdict, appended)  # a different fact (a specific replaced): both stay, unlinked
     if _holds_another_fact(original, candidate, category, vocabulary):
         # The entry holds a statement on this topic that the candidate does not contradict (two facts
@@ -186,6 +205,15 @@ def same_specifics(existing: str, candidate: str, category: str | None, vocabula
         _names_missing(existing, candidate, category, vocabulary)
         or _names_missing(candidate, existing, category, vocabulary)
     )
+
+
+def _lost_specific(existing: str, candidate: str, category: str | None, vocabulary: Vocabulary) -> bool:
+    """Whether the candidate lacks a specific of ``existing`` (a number, or a name, compared without case): a
+    specific replaced — about someone or something else. One only *added* ("… never on Tuesdays anymore, they
+    moved to Thursdays") leaves the statement the same one."""
+    if Counter(_NUMBER.findall(existing)) - Counter(_NUMBER.findall(candidate)):
+        return True
+    return _names_missing(existing, candidate, category, vocabulary)
 
 
 def _names_missing(text: str, other: str, category: str | None, vocabulary: Vocabulary) -> bool:

@@ -89,7 +89,12 @@ class StanceDifference:
         return f"{', '.join(self.first) or '-'} / {', '.join(self.second) or '-'}"
 
     def describe(self) -> str:
-        what = {"negation": "one negates the other", "antonym": "opposite words", "order": "the order flips"}
+        what = {
+            "negation": "one negates the other",
+            "antonym": "opposite words",
+            "order": "the order flips",
+            "value": "a value replaced",
+        }
         return f"{what.get(self.kind, 'the time moves')} ({self.sides()})"
 
 
@@ -251,8 +256,88 @@ def stance_difference(
         _negation_difference(left, right, vocabulary)
         or _antonym_difference(left, right, vocabulary)
         or _order_difference(left, right, vocabulary, STOPWORDS)
+        or _value_difference(left, right, vocabulary)  # before time: "… at 11:15 from now on" replaced a value
         or _time_difference(left, right, vocabulary)
     )
+
+
+def replaced_value(
+    a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY, *, anywhere: bool = False
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The value ``b`` puts in place of ``a``'s — ``a``'s words and ``b``'s — when ``b`` says ``a``'s statement
+    with its last content words replaced ("Dan's favourite drink is tea" → "… is coffee"; ``anywhere``: or any
+    one run of up to three content words, "uses Vim as the editor" → "uses Emacs as the editor"), else None.
+
+    At least one content word must come before the value (the subject) and two stay the same (the
+    statement's frame: "Maya lives", "Dan's favourite drink"; or one, after at least three words in common:
+    "the standup is at"), no replaced word may be a spelling
+    variant or another form of a word on the other side ("favourite"/"favorite", "deploy"/"deploys"), and
+    neither side's value may appear elsewhere in the other text (a reordering is no replacement)."""
+    left, right = _tokens(a, vocabulary), _tokens(b, vocabulary)
+    found = _replaced(left, right, vocabulary, anywhere=anywhere)
+    return None if found is None else (tuple(found[0]), tuple(found[1]))
+
+
+def _content_words(tokens: Sequence[str], vocabulary: StanceVocabulary) -> list[str]:
+    skip = vocabulary.stance_words | vocabulary.change_markers
+    return [t for t in tokens if t not in STOPWORDS and t not in skip and (len(t) > 1 or t.isdigit())]
+
+
+def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def _variant(x: str, y: str, vocabulary: StanceVocabulary) -> bool:
+    if _stem(x, vocabulary.stemmer) == _stem(y, vocabulary.stemmer):
+        return True
+    return len(x) >= 5 and len(y) >= 5 and SequenceMatcher(None, x, y).ratio() >= 0.85
+
+
+def _replaced(
+    left: Sequence[str], right: Sequence[str], vocabulary: StanceVocabulary, *, anywhere: bool
+) -> tuple[list[str], list[str]] | None:
+    a, b = _content_words(left, vocabulary), _content_words(right, vocabulary)
+    start = 0
+    while start < min(len(a), len(b)) and _variant(a[start], b[start], vocabulary):
+        start += 1
+    end = 0
+    if anywhere:
+        while end < min(len(a), len(b)) - start and _variant(a[-1 - end], b[-1 - end], vocabulary):
+            end += 1
+    dropped, added = a[start : len(a) - end], b[start : len(b) - end]
+    framed = start + end >= 2 or _common_prefix(left, right) >= 3  # "Maya lives" / "the standup is at"
+    if start == 0 or not framed or not dropped or not added or len(dropped) > 3 or len(added) > 3:
+        return None
+    if any(_variant(x, y, vocabulary) for x in dropped for y in added):
+        return None
+    if set(dropped) & set(b) or set(added) & set(a):
+        return None
+    return dropped, added
+
+
+def _value_difference(
+    left: Sequence[str], right: Sequence[str], vocabulary: StanceVocabulary
+) -> StanceDifference | None:
+    """A replaced value (``replaced_value``, anywhere) that is a changed belief: the second text says it
+    replaces something ("now", "switched", "anymore" — a marker the first lacks), or the statement can hold
+    one value only ("favourite", "main": a word both texts share) — unless it says it adds one ("also").
+    At least two content words of the statement's frame are shared (``_replaced``)."""
+    found = _replaced(left, right, vocabulary, anywhere=True)
+    if found is None:
+        return None
+    if any(w in vocabulary.addition_markers for w in right):
+        return None  # "also likes coffee": a second value, not a replaced one
+    marked = [w for w in right if w in vocabulary.change_markers and w not in left]
+    single = any(w in vocabulary.single_valued for w in left if w in right)
+    if not marked and not single:
+        return None
+    dropped, added = found
+    return StanceDifference("value", tuple(dropped), tuple(dict.fromkeys([*added, *marked])))
 
 
 _STEMMER_LOCK = threading.Lock()  # a PyStemmer object is not thread-safe
@@ -285,12 +370,20 @@ def topic_words(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABUL
 
 
 def topic_overlap(
-    a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY, *, typos: bool = False
+    a: str,
+    b: str,
+    vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY,
+    *,
+    typos: bool = False,
+    ignore: Iterable[str] = (),
 ) -> float:
     """The Jaccard similarity of two texts' topic words (``topic_words``), in [0, 1]. ``typos``: a word of one
     text within one slip of a word of the other ("deplys" / "deploys": both at least ``TYPO_MIN_LETTERS``
-    long, ``difflib`` ratio at least ``TYPO_RATIO``) counts as shared."""
+    long, ``difflib`` ratio at least ``TYPO_RATIO``) counts as shared. ``ignore``: words left out of both
+    (a replaced value's: the statement's frame is what the two texts share)."""
     left, right = topic_words(a, vocabulary), topic_words(b, vocabulary)
+    dropped = {_stem(w, vocabulary.stemmer) for w in ignore}
+    left, right = left - dropped, right - dropped
     if not typos:
         return _overlap(left, right)
     only_right = right - left

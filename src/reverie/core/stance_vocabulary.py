@@ -56,6 +56,11 @@ class StanceVocabulary:
     clause_breaks: frozenset[str] = frozenset()
     languages: tuple[str, ...] = ()
     stemmer: str = ""  # a Snowball stemmer's name (PyStemmer: "english", "portuguese"…); none: plurals only
+    # A replaced value ("… is tea" → "… is coffee") is a changed belief when the new text says it replaces
+    # ("now", "switched", "anymore") or the statement can hold one value only ("favourite", "main").
+    change_markers: frozenset[str] = frozenset()
+    single_valued: frozenset[str] = frozenset()
+    addition_markers: frozenset[str] = frozenset()  # "also", "too": a second value, never a replaced one
 
     # Derived once (the check runs on every save): every multi-word entry by its number of words; the words
     # that carry stance and say nothing of the topic (negations, comparison and move markers, time references),
@@ -66,7 +71,7 @@ class StanceVocabulary:
 
     def __post_init__(self) -> None:
         by_length: dict[int, set[str]] = {}
-        for entry in [*self.negations, *self.order_markers, *self.times]:
+        for entry in [*self.negations, *self.order_markers, *self.times, *self.change_markers, *self.addition_markers]:
             if len(entry.split()) > 1:
                 by_length.setdefault(len(entry.split()), set()).add(entry)
         object.__setattr__(self, "phrases", {n: frozenset(words) for n, words in by_length.items()})
@@ -95,6 +100,9 @@ class StanceVocabulary:
             clause_breaks=self.clause_breaks | other.clause_breaks,
             languages=tuple(dict.fromkeys(self.languages + other.languages)),
             stemmer=other.stemmer or self.stemmer,
+            change_markers=self.change_markers | other.change_markers,
+            single_valued=self.single_valued | other.single_valued,
+            addition_markers=self.addition_markers | other.addition_markers,
         )
 
 
@@ -169,7 +177,8 @@ def _text(document: Mapping[str, Any], key: str, default: str) -> str:
 _KEYS = frozenset(
     {"language", "builtIn", "negations", "negationPhrases", "contractions", "contractionSuffix", "antonyms",
      "negativePrefixes", "negativePrefixMinBase", "orderMarkers", "moveMarkers", "times", "presentTime",
-     "clauseBreaks", "stemmer"}
+     "clauseBreaks", "stemmer", "changeMarkers", "singleValued",
+     "additionMarkers"}
 )  # fmt: skip
 
 
@@ -205,6 +214,9 @@ def _vocabulary_of(document: dict[str, Any]) -> StanceVocabulary:
         clause_breaks=_lowered(string_list(document, "clauseBreaks")),
         languages=(language,) if isinstance(language, str) and language else (),
         stemmer=_text(document, "stemmer", ""),
+        change_markers=_lowered(string_list(document, "changeMarkers")),
+        single_valued=_lowered(string_list(document, "singleValued")),
+        addition_markers=_lowered(string_list(document, "additionMarkers")),
     )
 
 

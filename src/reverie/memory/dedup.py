@@ -244,12 +244,18 @@ class Deduplicator:
         # "deploys" (they share few tokens), and "no longer allergic to eggs" must not meet "no longer
         # allergic to gluten" on the strength of "no longer" (decide would take it for a paraphrase).
         score = topic_overlap(existing, new, stance)
-        if score < self.config.lexical_similarity_threshold and stance_difference(existing, new, stance):
-            # A correction with a slip in it ("Harbor never deplys …") must still meet its fact. Only for a
-            # pair that differs in stance: decide can then only call it a contradiction or distinct, never
-            # fold it, so a typo-tolerant match can never swallow a text.
-            score = topic_overlap(existing, new, stance, typos=True)
-        return score
+        if score >= self.config.lexical_similarity_threshold:
+            return score
+        difference = stance_difference(existing, new, stance)
+        if difference is None:
+            return score
+        # Only for a pair that differs in stance (decide can then only call it a contradiction or distinct,
+        # never fold it, so a looser match can never swallow a text): a correction with a slip in it ("Harbor
+        # never deplys …") must still meet its fact, and so must a replaced value ("Maya lives in Porto now"
+        # shares only its frame with "Maya lives in Lisbon").
+        if difference.kind == "value":
+            return topic_overlap(existing, new, stance, ignore=difference.evidence)
+        return topic_overlap(existing, new, stance, typos=True)
 
     @staticmethod
     def _comparable(candidate: MemoryEntry, entry: MemoryEntry) -> bool:

@@ -1,0 +1,112 @@
+"""A replaced value: "Dan's favourite drink is tea" then "… is coffee". An ordinary word can be a statement's
+value as much as a name or a number, so a save that replaces it is never reinforced away; it is a changed
+belief when the new text says so ("now", "switched") or only one value can hold ("favourite"). Pure."""
+
+from __future__ import annotations
+
+import pytest
+
+from reverie.core.coverage import DEFAULT_VOCABULARY
+from reverie.core.dedup import Verdict, decide
+from reverie.core.stance import replaced_value, stance_difference, topic_overlap
+from reverie.core.stance_vocabulary import parse_stance_vocabulary
+
+CHANGED = [
+    ("Dan's favourite drink is tea.", "Dan's favourite drink is coffee.", ("tea",), ("coffee",)),
+    ("Leo's favourite colour is blue.", "Leo's favourite colour is green.", ("blue",), ("green",)),
+    ("Maya lives in Lisbon.", "Maya lives in Porto now.", ("lisbon",), ("porto", "now")),
+    (
+        "Harbor deploys on Tuesdays.",
+        "Harbor deploys on Thursdays these days.",
+        ("tuesdays",),
+        ("thursdays", "these days"),
+    ),
+    ("The standup is at 10:00.", "The standup is at 9:30 now.", ("10", "00"), ("9", "30", "now")),
+    ("Priya uses Vim as her editor.", "Priya uses Helix as her editor now.", ("vim",), ("helix", "now")),
+    (
+        "Our CI runs on Jenkins.",
+        "Our CI actually runs on GitHub Actions.",
+        ("jenkins",),
+        ("github", "actions", "actually"),
+    ),
+]
+NOT_CHANGED = [
+    ("Dan likes tea.", "Dan likes coffee."),  # another value, no word saying it replaces: two facts
+    ("Dan likes tea.", "Dan also likes coffee now."),  # "also": a second value
+    ("Joss owns the mobile client.", "Priya owns the mobile client now."),  # the subject changed: someone else
+    ("Dan's favourite colour is blue.", "Dan's favorite color is blue."),  # spelling variants
+    ("Dan bought a bicycle in Porto.", "Dan purchased a bicycle in Porto."),  # a verb swapped mid-sentence
+    ("Maya prefers short answers.", "Maya likes answers that are brief."),  # a paraphrase
+    ("Dan's team uses Python.", "Dan's team uses Python and Go now."),  # an addition
+]
+
+
+@pytest.mark.parametrize(("first", "second", "old", "new"), CHANGED)
+def test_a_replaced_value_said_to_replace_is_a_changed_belief(
+    first: str, second: str, old: tuple[str, ...], new: tuple[str, ...]
+) -> None:
+    found = stance_difference(first, second)
+    assert found is not None and found.kind == "value"
+    assert found.first == old and found.second == new
+    assert "value replaced" in found.describe()
+
+
+@pytest.mark.parametrize(("first", "second"), NOT_CHANGED)
+def test_other_differences_are_not_a_replaced_value(first: str, second: str) -> None:
+    found = stance_difference(first, second)
+    assert found is None or found.kind != "value"
+
+
+def test_replaced_value_reads_the_last_words_unless_asked_for_any_run() -> None:
+    assert replaced_value("Dan likes tea.", "Dan likes coffee.") == (("tea",), ("coffee",))
+    assert replaced_value("Priya uses Vim as her editor.", "Priya uses Helix as her editor.") is None
+    assert replaced_value("Priya uses Vim as her editor.", "Priya uses Helix as her editor.", anywhere=True) == (
+        ("vim",),
+        ("helix",),
+    )
+    assert replaced_value("Tea.", "Coffee.") is None  # no frame: nothing says what the value is of
+    assert replaced_value("Dan likes tea.", "Tea is what Dan likes.") is None  # reordered, nothing replaced
+
+
+@pytest.mark.parametrize(
+    ("existing", "candidate", "verdict"),
+    [
+        # Reinforcing would have stored "coffee" nowhere: a correction swallowed.
+        ("Dan likes tea.", "Dan likes coffee.", Verdict.DISTINCT),
+        ("Dan's favourite drink is tea.", "Dan's favourite drink is coffee.", Verdict.CONTRADICT),
+        # A name replaced is a twin (someone else) unless the new text says it replaces the old value.
+        ("Maya lives in Lisbon.", "Maya lives in Porto.", Verdict.DISTINCT),
+        ("Maya lives in Lisbon.", "Maya lives in Porto now.", Verdict.CONTRADICT),
+        ("The standup is at 10:00.", "The standup is at 9:30 now.", Verdict.CONTRADICT),
+        # A negation that only adds a specific is still the same statement, negated.
+        ("Harbor deploys on Tuesdays.", "Harbor no longer deploys on Tuesdays, only on Thursdays.", Verdict.CONTRADICT),
+        ("Maya is allergic to peanuts.", "Joss is not allergic to peanuts.", Verdict.DISTINCT),
+        # Restatements still reinforce.
+        ("Maya prefers short answers.", "Maya prefers brief answers.", Verdict.REINFORCE),
+        ("Dan bought a bicycle in Porto.", "Dan purchased a bicycle in Porto.", Verdict.REINFORCE),
+    ],
+)
+def test_deduplication_never_reinforces_a_replaced_value(existing: str, candidate: str, verdict: Verdict) -> None:
+    assert decide(existing, candidate, category=None, vocabulary=DEFAULT_VOCABULARY).verdict is verdict
+
+
+def test_a_replaced_value_meets_its_fact_on_the_statement_frame() -> None:
+    first, second = "Maya lives in Lisbon.", "Maya lives in Porto now."
+    assert topic_overlap(first, second) < 0.6  # the save's lexical lookup would not have met it
+    found = stance_difference(first, second)
+    assert found is not None
+    assert topic_overlap(first, second, ignore=found.evidence) == 1.0
+
+
+def test_the_markers_are_vocabulary_a_file_can_extend() -> None:
+    vocabulary = parse_stance_vocabulary(
+        '{"changeMarkers": ["ahora"], "singleValued": ["favorita"], "additionMarkers": ["tambien"]}'
+    )
+    assert vocabulary.change_markers == {"ahora"}
+    assert vocabulary.single_valued == {"favorita"}
+    assert vocabulary.addition_markers == {"tambien"}
+    found = stance_difference("Ana vive en Lisboa.", "Ana vive en Oporto ahora.", vocabulary)
+    assert found is not None and found.kind == "value"
+    assert stance_difference("Ana vive en Lisboa.", "Ana tambien vive en Oporto ahora.", vocabulary) is None
+    with pytest.raises(ValueError, match="changeMarkers"):
+        parse_stance_vocabulary('{"changeMarkers": "now"}')
