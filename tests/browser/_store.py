@@ -14,7 +14,9 @@ import reverie
 from reverie.demo import load_sample
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> Maya\'s <b>bold</b> note'
-_BLOCK = re.compile(r"\[([0-9a-f]{12})\][^\n]*\n(.*?)(?=\n\[[0-9a-f]{12}\]|\n\n|\Z)", re.S)
+_ENTRY = re.compile(r"^\[\d+\] id=([0-9a-f]{12})[^\n]*\n\s+(.*?)$", re.M)
+FASTAPI = "Lantern's API runs on FastAPI."
+POSTGRES = "Lantern stores its data in PostgreSQL."
 
 
 @dataclass
@@ -31,21 +33,19 @@ class Built:
 
 
 def scripted_dream(body: dict[str, Any]) -> str:
-    """The dream's stand-in model: merges the two Lantern stack entries it is shown, changes nothing else."""
+    """The dream's stand-in model: merges the two short Lantern stack entries when the consolidation prompt
+    (``TASK: memory consolidation``, entries as ``[n] id=<id> …`` with the text on the next line) shows both;
+    every other answer changes nothing."""
     prompt = str(body["messages"][-1]["content"])
-    if not prompt.startswith("TASK: consolidat"):
-        return json.dumps({"toDelete": [], "toSave": []})
-    shown = {m.group(1): m.group(2).strip() for m in _BLOCK.finditer(prompt)}
-    lantern = [i for i, text in shown.items() if "Lantern" in text and ("FastAPI" in text or "PostgreSQL" in text)]
-    if len(lantern) < 2:
-        return json.dumps({"toDelete": [], "toSave": []})
-    merged = " ".join(shown[i] for i in lantern[:2])
-    return json.dumps(
-        {
-            "toDelete": [],
-            "toSave": [{"content": merged, "category": "project-context/lantern", "sourceIds": lantern[:2]}],
-        }
-    )
+    nothing = json.dumps({"toDelete": [], "toSave": []})
+    if not prompt.startswith("TASK: memory consolidation"):
+        return nothing
+    shown = {text.strip(): entry_id for entry_id, text in _ENTRY.findall(prompt)}
+    if FASTAPI not in shown or POSTGRES not in shown:
+        return nothing
+    save = {"content": f"{FASTAPI} {POSTGRES}", "category": "project-context/lantern",
+            "sourceIds": [shown[FASTAPI], shown[POSTGRES]]}  # fmt: skip
+    return json.dumps({"toDelete": [], "toSave": [save]})
 
 
 def build(rv: reverie.Reverie) -> Built:
@@ -73,10 +73,8 @@ def build(rv: reverie.Reverie) -> Built:
     archived = rv.memory.save("Old wiki lives at wiki.example.internal.", category="reference", scope=scope).id
     rv.memory.archive(archived, scope=scope)
     hostile = rv.memory.save(HOSTILE, category="notes", scope=scope).id
-    rv.memory.save("Lantern's API runs on FastAPI.", category="project-context/lantern", scope=scope, dedup=False)
-    rv.memory.save(
-        "Lantern stores its data in PostgreSQL.", category="project-context/lantern", scope=scope, dedup=False
-    )
+    rv.memory.save(FASTAPI, category="project-context/lantern", scope=scope, dedup=False)
+    rv.memory.save(POSTGRES, category="project-context/lantern", scope=scope, dedup=False)
     rv.memory.save("Ravi prefers tea to coffee.", category="people/ravi", scope=reverie.Scope(agent_id="other"))
     session = "standup-1"
     rv.conversation.create(session, agent_id="demo")

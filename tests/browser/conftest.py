@@ -85,8 +85,11 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
             rv.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Chromium for one test module. Not for the session: while Playwright's sync API runs, its event loop is
+    the thread's running loop, and every later test of the worker that calls ``asyncio.run`` (the MCP
+    clients, LangGraph's async store) would fail."""
     if not Path(CHROMIUM).exists():
         pytest.fail(
             f"the console's browser tests need Debian's Chromium at {CHROMIUM}: "

@@ -34,7 +34,8 @@ def test_an_agent_key_sees_only_its_own_agent(page: Page, console: Console) -> N
     sign_in(page, console, console.agent)
     options = page.locator("#agent-pick option").all_text_contents()
     assert options == ["demo"]
-    expect(page.locator("#nav a[data-admin]")).to_be_hidden()
+    for link in page.locator("#nav a[data-admin]").all():  # Dream and Usage: admin keys only
+        expect(link).to_be_hidden()
     page.evaluate("window.reverieNavigate('/console/agents/other')")
     expect(page.locator("#flash")).to_contain_text("403")
 
@@ -70,3 +71,39 @@ def test_fragments_need_a_key_and_state_changes_need_the_csrf_token(console: Con
         assert client.post("/console/ui/agents/demo", headers=cross).status_code == 403
         # With the token it reaches routing (no POST route there: 405), proving the check is what refused above.
         assert client.post("/console/ui/agents/demo", headers={**auth, "X-CSRF-Token": token}).status_code == 405
+
+
+def test_the_api_docs_page_works_offline_from_bundled_assets(page: Page, console: Console) -> None:
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(console.origin + "/docs")
+    expect(page.locator(".opblock").first).to_be_visible(timeout=15_000)
+    expect(page.get_by_text("/api/memory/agents/{agent_id}/search").first).to_be_visible()
+    shot(page, "console-api-docs", full_page=False)
+    outside = [url for url in requested if not url.startswith((console.origin, "data:"))]
+    assert outside == []  # nothing from a CDN: the page works on an offline machine
+
+
+def test_console_pages_stay_usable_at_phone_width(page: Page, console: Console) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, console)
+    expect(page.locator("#nav")).to_be_visible()
+    # Nothing is wider than the screen: no sideways scrolling of the whole page.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shot(page, "console-overview-phone")
+
+
+def test_keyboard_reaches_sign_in_and_the_navigation(page: Page, console: Console) -> None:
+    page.goto(console.origin + "/console")
+    expect(page.get_by_label("API key")).to_be_focused()  # the sign-in form takes the focus
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    for _ in range(2):  # the skip link, the brand, then the key's field
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "api-key"
+    page.keyboard.type(console.admin)
+    page.keyboard.press("Enter")
+    expect(page.locator("#view h1")).to_be_visible()
+    page.locator("#nav a", has_text="Overview").focus()
+    assert page.evaluate("document.activeElement.textContent") == "Overview"

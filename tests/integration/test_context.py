@@ -167,3 +167,23 @@ def test_bad_input_is_refused(rv: reverie.Reverie) -> None:
         rv.context.build(session, "hi", kind="robot")
     with pytest.raises(ValidationError):
         rv.context.build(session, "hi", budget_tokens=0)
+
+
+def test_a_preview_shows_the_context_and_changes_nothing(rv: reverie.Reverie) -> None:
+    """The console's context preview: the same sections as a real build, but no entry is recorded as given
+    to the session and no read is counted; the real build after it injects the same entries."""
+    saved = rv.memory.save("Priya is off on Wednesday afternoons.", scope=reverie.Scope(agent_id="a"))
+    rv.aging.flush_reads()
+    rv.conversation.create("s1", agent_id="a")
+    looked = rv.context.build("s1", "when is Priya off?", agent_id="a", preview=True)
+    assert looked.injected == (saved.id,)
+    assert rv.aging.flush_reads() == 0  # no read noted
+    assert rv.store.injected.injected("a", "s1") == set()
+    again = rv.context.build("s1", "when is Priya off?", agent_id="a", preview=True)
+    assert again.injected == (saved.id,)
+    real = rv.context.build("s1", "when is Priya off?", agent_id="a")
+    assert real.injected == (saved.id,) and real.messages == looked.messages
+    assert rv.aging.flush_reads() == 1
+    assert rv.context.build("s1", "when is Priya off?", agent_id="a", preview=True).injected == ()
+    with pytest.raises(ValidationError):
+        rv.context.build("s1", "x", agent_id="a", preview="yes")  # type: ignore[arg-type]

@@ -55,3 +55,17 @@ def test_a_bad_filter_is_an_error_result(rv: reverie.Reverie) -> None:
     ):
         result = tools.call("list_memories", args, CTX)
         assert result.is_error, (args, result.text)
+
+
+def test_the_tools_filter_reaches_archived_and_superseded_memories(rv: reverie.Reverie) -> None:
+    old = rv.memory.save("Maya lives in Lisbon.").id
+    new = rv.memory.save("Maya lives in Porto now.").id  # a replaced value: supersedes the first
+    gone = rv.memory.save("The old wiki is at wiki.example.internal.").id
+    rv.memory.archive(gone)
+    tools = ToolRegistry(rv)
+    listed = call(tools, "list_memories", {"filter": {"superseded": True}})
+    assert [item["id"] for item in listed.data["items"]] == [old]
+    listed = call(tools, "list_memories", {"filter": {"archived": True}})
+    assert [item["id"] for item in listed.data["items"]] == [gone]
+    current = call(tools, "list_memories", {"filter": {"superseded": False, "archived": False}})
+    assert {item["id"] for item in current.data["items"]} == {new}

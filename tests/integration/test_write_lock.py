@@ -24,7 +24,8 @@ from reverie.clock import FakeClock
 from reverie.core.aging import ReadState, record_read
 from reverie.memory.aging import Aging
 from reverie.memory.dedup import Deduplicator
-from reverie.memory.longterm import LongTermMemory, new_id
+from reverie.memory.entries import new_id
+from reverie.memory.longterm import LongTermMemory
 from reverie.storage.base import Store
 from reverie.types import MemoryEntry, Scope, Tier
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from reverie.errors import ReverieError, VectorBackendError
-from reverie.memory.longterm import new_id
+from reverie.memory.entries import new_id
 from reverie.recall.http_backend import parse_embeddings, parse_results, valid_id
 
 LOGGER = "reverie.recall.http"

@@ -83,6 +83,7 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         redoc_url=None,
+        docs_url=None,  # the console serves /docs from bundled assets (FastAPI's own page loads a CDN)
         default_response_class=errors.AsciiJSONResponse,
         dependencies=[Depends(user_access)],  # a user named in a path or query: the key must be bound to it
     )

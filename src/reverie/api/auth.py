@@ -34,7 +34,7 @@ from reverie.errors import StorageError, ValidationError
 from reverie.keys.service import ADMIN, MEMORY_READ, MEMORY_WRITE
 from reverie.types import ApiKey, MemoryEntry
 
-PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/docs"})
 STATE_KEY = "reverie_api_key"
 _BEARER = "bearer "
 

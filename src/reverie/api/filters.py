@@ -2,7 +2,8 @@
 
 The parameters are the filter's field names (``tags_any`` and ``tags_all`` repeated once per tag, ``metadata``
 repeated as ``KEY=VALUE``, a VALUE read as a JSON scalar when it is one); the service checks the values, so
-a wrong one is a 422 naming its field, as a library call would raise.
+a wrong one is a 422 naming its field, as a library call would raise. ``archived=true`` or ``superseded=true``
+reads entries the route would otherwise leave out (no ``include_archived`` needed); ``false`` only narrows.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ def entry_filter_query(
     ] = None,
     updated_to: Annotated[str | None, Query(description=f"last rewritten (else created) before: {_TIME}")] = None,
     pinned: Annotated[bool | None, Query(description="pinned (true) or not (false)")] = None,
+    archived: Annotated[
+        bool | None, Query(description="only archived (true) or only unarchived (false); true reads the archive")
+    ] = None,
+    superseded: Annotated[
+        bool | None,
+        Query(description="only replaced entries (true: contradicted or folded) or only unreplaced (false)"),
+    ] = None,
     metadata: Annotated[
         list[str] | None,
         Query(description="KEY=VALUE: metadata KEY equals VALUE, typed as JSON when it parses (repeat)"),
@@ -53,6 +61,8 @@ def entry_filter_query(
         updated_from=updated_from,
         updated_to=updated_to,
         pinned=pinned,
+        archived=archived,
+        superseded=superseded,
         metadata=metadata or (),
     )
 

@@ -139,6 +139,10 @@ class ImportanceIn(RequestModel):
     importance: Number = Field(ge=0, le=1)
 
 
+class PinnedIn(RequestModel):
+    pinned: Flag
+
+
 class VersionOut(ValueOut):
     entry_id: str
     version: int
@@ -282,8 +286,9 @@ def search_entries(
 ) -> SearchOut:
     """Hybrid recall, best first (BM25 without an embedder); ``notes`` say when recall was degraded.
     ``pin_first`` puts up to ten pinned entries first; ``include_superseded`` appends matching entries that
-    were folded into another. The filter parameters (``tags_any``, ``source``, ``importance_min``, ...) keep
-    only the entries they match, applied to every candidate, so they never hide a match."""
+    were folded into another. The filter parameters (``tags_any``, ``source``, ``importance_min``, ``archived``,
+    ``superseded``, ...) keep only the entries they match, applied to every candidate, so they never hide a
+    match."""
     results = rv.memory.search(
         query,
         category=category,
@@ -314,7 +319,9 @@ def list_entries(
     flt: FilterQuery = None,
 ) -> PageOut:
     """The scope's entries the filter keeps, one page at a time, in ``order`` (newest, oldest, recent,
-    updated, importance). Pass ``next_cursor`` back as ``cursor`` for the next page; it is null on the last.
+    updated, importance, reinforced, cold). ``archived=true`` / ``superseded=true`` list only archived / only
+    replaced entries (no ``include_archived`` needed). Pass ``next_cursor`` back as ``cursor`` for the next
+    page; it is null on the last.
     Keyset paging: in the newest and oldest orders a walk sees every entry that exists for the whole walk
     exactly once, whatever is written meanwhile; there is no cap on how far a walk goes."""
     page = rv.memory.list(
@@ -367,6 +374,21 @@ def restore_entry(
 ) -> EntryOut:
     """Bring an archived entry back into search (a live entry is returned as it is)."""
     return EntryOut.model_validate(rv.memory.restore(entry_id, scope=scope_of(agent, user_id, session_id)))
+
+
+@router.put("/entries/{entry_id}/pinned", response_model=EntryOut, responses=NOT_FOUND, summary="Pin or unpin")
+def set_pinned(
+    rv: Engine,
+    agent: WriteAgent,
+    entry_id: EntryId,
+    body: PinnedIn,
+    user_id: UserQuery = None,
+    session_id: SessionQuery = None,
+) -> EntryOut:
+    """Pin (``true``) or unpin (``false``) the entry: a pinned entry never decays, is never forgotten or pruned,
+    and comes first with ``pin_first``. The change is a ``pinned`` version; the text is left alone."""
+    scope = scope_of(agent, user_id, session_id)
+    return EntryOut.model_validate(rv.memory.set_pinned(entry_id, body.pinned, scope=scope))
 
 
 @router.put("/entries/{entry_id}/importance", response_model=EntryOut, responses=NOT_FOUND, summary="Re-score")

@@ -33,16 +33,41 @@ def demo(
     keep: Path | None = typer.Option(
         None, "--keep", help="Run in this directory and keep the store (default: a temporary directory)."
     ),
+    serve: bool = typer.Option(
+        False, "--serve", help="After the tour, open the web console on the tour's store (Ctrl-C stops it)."
+    ),
+    port: int = typer.Option(4545, "--port", min=1, max=65535, help="The console's port on 127.0.0.1 (--serve)."),
 ) -> None:
     """A guided tour: save, recall, browse, archive, restore, edit and history, on a shipped sample."""
     try:
         if keep is not None:
             _tour(keep.expanduser().resolve())
+            if serve:
+                _serve_console(keep.expanduser().resolve(), port)
         else:
             with tempfile.TemporaryDirectory(prefix="reverie-demo-") as tmp:
                 _tour(Path(tmp))
+                if serve:
+                    _serve_console(Path(tmp), port)
     except ReverieError as exc:
         fail(exc)
+
+
+def _serve_console(home: Path, port: int) -> None:
+    """The web console over the tour's store on 127.0.0.1, with a new admin key printed once."""
+    from reverie.api import create_app
+    from reverie.api.server import serve as run_server
+
+    with reverie.open(home, embedding={"background": True}) as rv:
+        secret = rv.keys.create("demo-console", agent_id=None, scopes=["admin"])[1]
+        _step("Web console", "The tour's store in the browser: memory, entries and versions, graph, dream, usage.")
+        console.print(
+            f"open http://127.0.0.1:{port}/console and sign in with this admin key (shown once):", soft_wrap=True
+        )
+        console.print(secret, markup=False, highlight=False)
+        console.print("[dim]Ctrl-C stops the server.[/]")
+        if not run_server(create_app(rv), host="127.0.0.1", port=port, log_level="warning"):
+            fail(f"could not serve on 127.0.0.1:{port} (is the port taken? try --port)")
 
 
 def _step(title: str, text: str) -> None:

@@ -37,6 +37,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "memory restore": ("reverie memory restore 3f9a0c1d2e4b",),
     "memory history": ("reverie memory history 3f9a0c1d2e4b", "reverie memory history 3f9a0c1d2e4b --restore 1"),
     "memory importance": ("reverie memory importance 3f9a0c1d2e4b 0.9",),
+    "memory pin": ("reverie memory pin 3f9a0c1d2e4b", "reverie memory pin 3f9a0c1d2e4b --off"),
     "memory purge": ("reverie memory purge --agent coder",),
     "memory kv set": (
         "reverie memory kv set user:preference:theme dark",

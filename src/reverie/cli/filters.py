@@ -53,6 +53,15 @@ CreatedToOption: Any = typer.Option(None, "--created-to", help="Created before (
 UpdatedFromOption: Any = typer.Option(None, "--updated-from", help="Last rewritten (else created) at or after.")
 UpdatedToOption: Any = typer.Option(None, "--updated-to", help="Last rewritten (else created) before.")
 PinnedOption: Any = typer.Option(None, "--pinned/--unpinned", help="Only pinned, or only unpinned, entries.")
+# Not --archived: that flag already means "include archived entries" (include_archived).
+OnlyArchivedOption: Any = typer.Option(
+    None, "--only-archived/--not-archived", help="Only archived (reads the archive), or only unarchived, entries."
+)
+OnlySupersededOption: Any = typer.Option(
+    None,
+    "--only-superseded/--not-superseded",
+    help="Only entries a later one replaced (contradicted or folded; reads the archive), or only the others.",
+)
 MetaOption: Any = typer.Option(
     None, "--meta", help="KEY=VALUE: metadata KEY equals VALUE, read as JSON when it parses (repeatable)."
 )
@@ -74,6 +83,8 @@ def entry_filter(
     updated_to: str | None,
     pinned: bool | None,
     meta: list[str] | None,
+    only_archived: bool | None = None,
+    only_superseded: bool | None = None,
 ) -> EntryFilter | None:
     """The options as a checked filter (None when none is set); a wrong value ends the command as every
     ``ValidationError`` does (exit code 2, the field named; JSON under ``--json``)."""
@@ -95,6 +106,8 @@ def entry_filter(
             updated_from=updated_from,
             updated_to=updated_to,
             pinned=pinned,
+            archived=only_archived,
+            superseded=only_superseded,
             metadata=meta or (),
             metadata_field="meta",
         )

@@ -87,7 +87,7 @@ def search(
     query: str = typer.Argument(..., help="What to recall."),
     category: str | None = typer.Option(None, "--category", "-c", help="Only this category and below."),
     limit: int | None = typer.Option(None, "--limit", "-n", help="How many results (default 10)."),
-    archived: bool = typer.Option(False, "--archived", help="Include archived entries."),
+    archived: bool = typer.Option(False, "--archived", help="Include archived (and superseded) entries."),
     mode: str = typer.Option("auto", "--mode", "-m", help="auto, hybrid, bm25 or vector."),
     min_similarity: float | None = typer.Option(None, "--min-similarity", help="Vector floor for this search."),
     pin_first: bool = typer.Option(False, "--pin-first", help="Up to 10 pinned entries ahead of the results."),
@@ -108,6 +108,8 @@ def search(
     updated_from: str | None = filters.UpdatedFromOption,
     updated_to: str | None = filters.UpdatedToOption,
     pinned: bool | None = filters.PinnedOption,
+    only_archived: bool | None = filters.OnlyArchivedOption,
+    only_superseded: bool | None = filters.OnlySupersededOption,
     meta: list[str] | None = filters.MetaOption,
     agent: str = AgentOption,
     user: str | None = UserOption,
@@ -133,6 +135,8 @@ def search(
         updated_to=updated_to,
         pinned=pinned,
         meta=meta,
+        only_archived=only_archived,
+        only_superseded=only_superseded,
     )
     with engine(ctx, read=True) as rv:
         rv.embed_pending()  # entries saved by earlier commands get their vectors before we search
@@ -161,10 +165,12 @@ def list_(
     ctx: typer.Context,
     category: str | None = typer.Option(None, "--category", "-c", help="Only this category and below."),
     limit: int | None = typer.Option(None, "--limit", "-n", help="How many entries (default 20; any number)."),
-    order: str = typer.Option("newest", "--order", help="newest, oldest, recent, updated or importance."),
+    order: str = typer.Option(
+        "newest", "--order", help="newest, oldest, recent, updated, importance, reinforced or cold."
+    ),
     cursor: str | None = typer.Option(None, "--cursor", help="Start after this next_cursor of an earlier list."),
     every: bool = typer.Option(False, "--all", help="Every entry, page after page (with --json: JSON Lines)."),
-    archived: bool = typer.Option(False, "--archived", help="Include archived entries."),
+    archived: bool = typer.Option(False, "--archived", help="Include archived (and superseded) entries."),
     tag: list[str] | None = filters.TagOption,
     tag_all: list[str] | None = filters.TagAllOption,
     source: str | None = filters.SourceOption,
@@ -178,6 +184,8 @@ def list_(
     updated_from: str | None = filters.UpdatedFromOption,
     updated_to: str | None = filters.UpdatedToOption,
     pinned: bool | None = filters.PinnedOption,
+    only_archived: bool | None = filters.OnlyArchivedOption,
+    only_superseded: bool | None = filters.OnlySupersededOption,
     meta: list[str] | None = filters.MetaOption,
     agent: str = AgentOption,
     user: str | None = UserOption,
@@ -208,6 +216,8 @@ def list_(
         updated_to=updated_to,
         pinned=pinned,
         meta=meta,
+        only_archived=only_archived,
+        only_superseded=only_superseded,
     )
     scope = scope_of(agent, user, session)
     listing = {"filter": flt, "order": order, "category": category, "include_archived": archived, "scope": scope}
@@ -422,6 +432,23 @@ def importance(
     with engine(ctx) as rv:
         entry = rv.memory.set_importance(entry_id, value, scope=scope_of(agent, user, session))
         emit(entry, as_json, f"importance of [cyan]{entry.id}[/] is now {entry.importance:.2f}")
+
+
+@app.command()
+def pin(
+    ctx: typer.Context,
+    entry_id: str = typer.Argument(..., metavar="ID"),
+    off: bool = typer.Option(False, "--off", help="Unpin instead."),
+    agent: str = AgentOption,
+    user: str | None = UserOption,
+    session: str | None = SessionOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Pin an entry (it never decays, is never forgotten or pruned, and comes first with --pin-first); --off
+    unpins it."""
+    with engine(ctx) as rv:
+        entry = rv.memory.set_pinned(entry_id, not off, scope=scope_of(agent, user, session))
+        emit(entry, as_json, f"[cyan]{entry.id}[/] is {'pinned' if entry.pinned else 'not pinned'}")
 
 
 @app.command()

@@ -132,7 +132,7 @@ class ContextBuilder:
         config: ContextConfig | None = None,
         *,
         injected: InjectedRepository,
-        proactive: Callable[[str, Scope], list[SearchHit]] | None = None,
+        proactive: Callable[[str, Scope, bool], list[SearchHit]] | None = None,
         shared_candidates: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
         """``injected``: where the delta filter is kept (``Store.injected``). ``proactive``: proactive memory's
@@ -158,13 +158,18 @@ class ContextBuilder:
         kind: str = "user",
         namespace: str | None = None,
         budget_tokens: int | None = None,
+        preview: bool = False,
     ) -> BuiltContext:
         """The context for ``message`` arriving in ``session_id`` (which must exist: ``NotFound``).
 
         ``kind``: ``user`` (a user's session: working memory under ``session/{id}``, plus patrol findings and
         subagent indexes), ``patrol`` or ``subagent`` (``namespace`` is then required, e.g. ``patrol/heartbeat``,
-        and the patrol and subagent listings are skipped). ``budget_tokens``: trim to about this many tokens."""
+        and the patrol and subagent listings are skipped). ``budget_tokens``: trim to about this many tokens.
+        ``preview``: what the context would be, changing nothing — the injected entries are not recorded for
+        the session (its next turn may inject them), no read or access is counted, and an expired session's
+        filter is not dropped (it is read as dropped)."""
         agent = validate.identifier(agent_id, name="agent_id")
+        looked = validate.flag(preview, name="preview")
         text = validate.query(message)
         if kind not in KINDS:
             raise ValidationError(f"kind must be one of {', '.join(KINDS)}", field="kind")
@@ -173,16 +178,19 @@ class ContextBuilder:
         if budget_tokens is not None and (isinstance(budget_tokens, bool) or budget_tokens < 1):
             raise ValidationError("budget_tokens must be a positive whole number", field="budget_tokens")
         session = self._conversation.get(session_id, agent_id=agent)
-        if self._conversation.expired(session.session_id, agent_id=agent):
+        expired = self._conversation.expired(session.session_id, agent_id=agent)
+        if expired and not looked:
             self.forget_session(session.session_id, agent_id=agent)  # its next turn starts it afresh
         scope = Scope(agent_id=agent, user_id=user_id, session_id=session.session_id)
+        own = namespace or f"session/{session.session_id}"
         with self._shared():
-            parts = self._gather(session.session_id, text, scope, kind, namespace or f"session/{session.session_id}")
+            parts = self._gather(session.session_id, text, scope, kind, own, peek=looked, fresh=expired)
         parts.summary = session.summary
         built = self._render(parts, text)
         if budget_tokens is not None:
             built = self._fit(parts, text, budget_tokens)
-        self._remember(agent, session.session_id, built.injected)
+        if not looked:
+            self._remember(agent, session.session_id, built.injected)
         return built
 
     def forget_session(self, session_id: str, *, agent_id: str = "default") -> None:
@@ -190,14 +198,17 @@ class ContextBuilder:
         self._injected.forget_injected(agent_id, session_id)
 
     # -- gathering ---------------------------------------------------------------------------------------
-    def _gather(self, session_id: str, message: str, scope: Scope, kind: str, namespace: str) -> _Parts:
+    def _gather(
+        self, session_id: str, message: str, scope: Scope, kind: str, namespace: str, *, peek: bool, fresh: bool
+    ) -> _Parts:
+        """``peek``: count no read or access; ``fresh``: the session's filter is (about to be) dropped."""
         cfg, now = self.config, self._clock.now()
         live = self._conversation.live(session_id, agent_id=scope.agent_id)
-        hits = self._recall(message, scope, first_turn=not live)
-        seen = self._injected.injected(scope.agent_id, session_id)
+        hits = self._recall(message, scope, first_turn=not live, peek=peek)
+        seen = frozenset() if fresh else self._injected.injected(scope.agent_id, session_id)
         hits = [h for h in hits if h.entry.id not in seen]
         taken = seen | {h.entry.id for h in hits}
-        extra = self._proactive(message, scope) if self._proactive is not None else []
+        extra = self._proactive(message, scope, peek) if self._proactive is not None else []
         proactive = [h for h in extra if h.entry.id not in taken]
         quotable = [QuotableTurn(t.index, t.role, t.content, t.at) for t in live]
         hidden, _ = hidden_and_window(quotable, cfg.replay_turns)
@@ -223,13 +234,13 @@ class ContextBuilder:
             quotes=cfg.out_of_window_max_turns,
         )
 
-    def _recall(self, message: str, scope: Scope, *, first_turn: bool) -> list[SearchHit]:
+    def _recall(self, message: str, scope: Scope, *, first_turn: bool, peek: bool) -> list[SearchHit]:
         cfg = self.config
         hits: list[SearchHit] = []
         if message.strip():
-            hits = list(self._memory.search(message, limit=cfg.recall_limit, scope=scope))
+            hits = list(self._memory.search(message, limit=cfg.recall_limit, scope=scope, peek=peek))
         if not hits and first_turn and cfg.first_turn_fallback > 0:
-            hits = list(self._memory.search("", limit=cfg.first_turn_fallback, scope=scope))
+            hits = list(self._memory.search("", limit=cfg.first_turn_fallback, scope=scope, peek=peek))
         return hits
 
     def _remember(self, agent: str, session_id: str, ids: tuple[str, ...]) -> None:

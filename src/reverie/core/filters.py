@@ -4,8 +4,9 @@ Invariants:
 - ``entry_filter`` returns None for "no filter" (None or an empty filter), else a filter whose every field
   is of its declared type and in range: tags stripped and de-duplicated, tier a ``Tier``, importances in
   [0, 1] with min <= max, subject days ``YYYY``/``YYYY-MM``/``YYYY-MM-DD``, times aware (UTC) with from <
-  to, metadata keys of ``METADATA_KEY`` characters and scalar values. A wrong field raises
-  ``ValidationError`` naming it.
+  to, metadata keys of ``METADATA_KEY`` characters and scalar values, flags (``pinned``, ``archived``,
+  ``superseded``) True, False or None. A wrong field raises ``ValidationError`` naming it.
+- ``reaches_retired``: a filter asking for archived or superseded entries (True) is read with them visible.
 - A cursor is opaque to callers: URL-safe base64 of compact JSON holding the listing's order, the last row's
   order key and id, and a fingerprint of what was listed (scope, filter, order). ``decode_cursor`` refuses a
   token that is not one, or that belongs to another listing, with a ``ValidationError`` on ``cursor``.
@@ -56,6 +57,8 @@ def entry_filter(value: object) -> EntryFilter | None:
         updated_from=moment(value.updated_from, "updated_from"),
         updated_to=moment(value.updated_to, "updated_to"),
         pinned=_flag(value.pinned, "pinned"),
+        archived=_flag(value.archived, "archived"),
+        superseded=_flag(value.superseded, "superseded"),
         metadata=_metadata(value.metadata),
     )
     _ordered(checked.importance_min, checked.importance_max, "importance_min", "importance_max")
@@ -65,6 +68,13 @@ def entry_filter(value: object) -> EntryFilter | None:
         width = min(len(checked.subject_from), len(checked.subject_to))
         _ordered(checked.subject_from[:width], checked.subject_to[:width], "subject_from", "subject_to")
     return None if checked.empty else checked
+
+
+def reaches_retired(flt: EntryFilter | None) -> bool:
+    """Whether ``flt`` asks for entries a read leaves out by default: archived ones (``archived=True``) or
+    replaced ones (``superseded=True``). Such a filter widens the read's visibility as ``include_archived``
+    does (the stores' ``visible``), so "only archived" needs no second flag; False values only narrow."""
+    return flt is not None and (flt.archived is True or flt.superseded is True)
 
 
 def _tags(value: object, name: str) -> tuple[str, ...]:
@@ -173,6 +183,8 @@ def from_text(
     updated_from: str | None = None,
     updated_to: str | None = None,
     pinned: bool | None = None,
+    archived: bool | None = None,
+    superseded: bool | None = None,
     metadata: Iterable[str] = (),
     metadata_field: str = "metadata",
 ) -> EntryFilter | None:
@@ -193,6 +205,8 @@ def from_text(
             updated_from=moment(updated_from, "updated_from"),
             updated_to=moment(updated_to, "updated_to"),
             pinned=pinned,
+            archived=archived,
+            superseded=superseded,
             metadata=metadata_pairs(metadata, field=metadata_field),
         )
     )
@@ -201,13 +215,16 @@ def from_text(
 # -- cursors -------------------------------------------------------------------------------------------
 # A listing's orders: name -> (the entry field it sorts by, descending). Each runs on (key, id), both in the
 # same direction. "newest"/"oldest" sort by created_at, which no write changes, so a walk in them is exact
-# under any writes; the others sort by fields that writes move (see docs/library.md, "Paging").
+# under any writes; the others sort by fields that writes move (see docs/library.md, "Paging"). "reinforced"
+# is the most reinforced first; "cold" the least recently seen first (what retention will let go of next).
 ORDERS: dict[str, tuple[str, bool]] = {
     "newest": ("created_at", True),
     "oldest": ("created_at", False),
     "recent": ("last_seen_at", True),
     "updated": ("updated_at", True),
     "importance": ("importance", True),
+    "reinforced": ("reinforcement_count", True),
+    "cold": ("last_seen_at", False),
 }
 
 
@@ -217,12 +234,15 @@ def order(value: object) -> str:
     return value
 
 
-def order_key(entry: MemoryEntry, name: str) -> str | float:
+def order_key(entry: MemoryEntry, name: str) -> str | float | int:
     """The order key of ``entry`` in listing order ``name`` as a cursor holds it: ISO text for a time (the
-    last rewrite, or the creation for an entry never rewritten, under "updated"), a number for importance."""
+    last rewrite, or the creation for an entry never rewritten, under "updated"), a number for importance,
+    an integer for the reinforcement count."""
     column = ORDERS[name][0]
     if column == "importance":
         return entry.importance
+    if column == "reinforcement_count":
+        return entry.reinforcement_count
     moment = entry.updated_at or entry.created_at if column == "updated_at" else getattr(entry, column)
     return str(moment.astimezone(UTC).isoformat())
 

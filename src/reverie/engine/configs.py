@@ -27,8 +27,8 @@ from reverie.kv.service import KvConfig
 from reverie.memory.aging import AgingConfig
 from reverie.memory.consolidate import SemanticConfig
 from reverie.memory.dedup import DedupConfig
+from reverie.memory.entries import LongTermConfig
 from reverie.memory.lint import LintConfig
-from reverie.memory.longterm import LongTermConfig
 from reverie.proactive.service import ProactiveConfig
 from reverie.proactive.upkeep import UpkeepConfig
 from reverie.recall.hybrid import RecallConfig

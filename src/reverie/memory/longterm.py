@@ -11,19 +11,18 @@ Invariants:
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, overload
 
 from reverie.clock import Clock
 from reverie.core import filters, validate
-from reverie.core.provenance import normalize_source
-from reverie.errors import Conflict, NotFound, ValidationError
+from reverie.errors import NotFound, ValidationError
 from reverie.memory import listing
 from reverie.memory.contradiction import CONTRADICTION, SUPERSEDE, supersede, with_supersedes
 from reverie.memory.dedup import Contradicted, Deduplicator, SavePlan
+from reverie.memory.entries import Draft, LongTermConfig, add_new, build_entry, build_item
 from reverie.recall.hybrid import MODES, HybridSearch
 from reverie.storage.base import FactFilter, PurgeRule, Store
 from reverie.types import (
@@ -43,47 +42,9 @@ from reverie.types import (
     Tier,
 )
 
-ID_LENGTH = 12
 PIN_FIRST_MAX = 10  # seed 003: pin_first puts up to ten pinned entries ahead of the results
-_SAVE_FIELDS = frozenset(
-    {"content", "category", "tags", "source", "importance", "tier", "metadata", "pinned", "scope", "observed_at"}
-)
 OnError = Literal["raise", "skip"]
 ON_ERROR: tuple[OnError, ...] = ("raise", "skip")
-
-
-@dataclass(frozen=True, slots=True)
-class LongTermConfig:
-    """The knobs of long-term memory; the engine fills them from Settings."""
-
-    max_content_chars: int = 20_000
-    default_category: str = "general"
-    default_importance: float = 0.5
-    default_tier: Tier = Tier.SEMANTIC
-    search_limit: int = 10
-    browse_limit: int = 20
-    archive_retention_days: float = 90.0
-    pruning_protection_importance: float = 0.80
-    pruning_protection_reinforcement_count: int = 5
-    tombstone_days: float = 180.0  # entries the forget sweep archived are purged this long after
-    # Seed 003: how much confidence weighs in search ranking; 0 leaves ranking exactly as recall made it.
-    belief_authority_weight: float = 0.0
-
-
-def new_id() -> str:
-    """A 12-character hex id (seed 000: a GUID fragment)."""
-    return secrets.token_hex(ID_LENGTH // 2)
-
-
-def add_new(store: Store, entry: MemoryEntry, now: datetime) -> MemoryEntry:
-    """Insert a new entry, drawing another id if its id is taken; returns the entry as stored."""
-    for _ in range(5):  # 48 random bits: a collision is rare, and then we draw again
-        try:
-            store.facts.add(entry, at=now)
-            return entry
-        except Conflict:
-            entry = replace(entry, id=new_id())
-    raise Conflict("could not draw an unused id in 5 attempts")
 
 
 class LongTermMemory:
@@ -154,8 +115,12 @@ class LongTermMemory:
         known to be distinct). A paraphrase only an embedding recognises is folded into the older entry
         after the background embedding (the new entry is then archived, ``superseded_by`` the older)."""
         now = self._clock.now()
-        entry, notes = self._build(
-            content, category, tags, source, importance, tier, metadata, pinned, validate.scope(scope), now, observed_at
+        entry, notes = build_entry(
+            self.config,
+            Draft(content, category, tags, source, importance, tier, metadata, pinned),
+            validate.scope(scope),
+            now,
+            observed_at,
         )
         return self._save(entry, notes, now, dedup, expand=self._expand is not None and self._expand(entry))
 
@@ -176,9 +141,8 @@ class LongTermMemory:
         the expansion (such saves are focused facts already); the graph extraction as in ``save``. Interfaces
         never call it."""
         now = self._clock.now()
-        entry, notes = self._build(
-            content, category, tags, source, None, tier, metadata, False, validate.internal_scope(scope), now, None
-        )
+        draft = Draft(content, category, tags, source, None, tier, metadata, False)
+        entry, notes = build_entry(self.config, draft, validate.internal_scope(scope), now, None)
         return self._save(entry, notes, now, dedup, expand=False)
 
     def _save(
@@ -284,7 +248,7 @@ class LongTermMemory:
         built: list[tuple[MemoryEntry, tuple[str, ...]] | SaveRejection] = []
         for position, item in enumerate(items):
             try:
-                built.append(self._build_item(item, default_scope, observed_at, now))
+                built.append(build_item(self.config, item, default_scope, observed_at, now))
             except ValidationError as exc:
                 if on_error == "raise":  # "item 3 has unknown fields […]", "item 3: content is empty"
                     joint = " " if exc.field == "items" else ": "
@@ -296,77 +260,10 @@ class LongTermMemory:
         self._on_activity(default_scope)
         return saved
 
-    def _build_item(
-        self, item: object, default_scope: Scope, default_observed: object, now: datetime
-    ) -> tuple[MemoryEntry, tuple[str, ...]]:
-        """One ``save_many`` item as an entry to store (``_build``); raises ``ValidationError`` without the
-        item's position."""
-        if not isinstance(item, Mapping):
-            raise ValidationError("is not a mapping of save arguments", field="items")
-        unknown = set(item) - _SAVE_FIELDS
-        if unknown:
-            raise ValidationError(f"has unknown fields {sorted(unknown)}", field="items")
-        return self._build(
-            item.get("content"),
-            item.get("category"),
-            item.get("tags"),
-            item.get("source"),
-            item.get("importance"),
-            item.get("tier"),
-            item.get("metadata"),
-            item.get("pinned", False),
-            validate.scope(item.get("scope", default_scope)),
-            now,
-            item.get("observed_at", default_observed),
-        )
-
     def _store_built(self, built: tuple[MemoryEntry, tuple[str, ...]], now: datetime, dedup: bool) -> SaveResult:
         entry, notes = built
         result = self._store_one(entry, now, dedup)
         return replace(result, notes=notes + result.notes)
-
-    def _build(
-        self,
-        content: object,
-        category: object,
-        tags: object,
-        source: object,
-        importance: object,
-        tier: object,
-        metadata: object,
-        pinned: object,
-        scope: Scope,
-        now: datetime,
-        observed_at: object,
-    ) -> tuple[MemoryEntry, tuple[str, ...]]:
-        """The entry a save would store, every argument validated; ``observed_at`` None: observed ``now``."""
-        cfg = self.config
-        clean_meta = validate.metadata(metadata)
-        validate.subject_time(clean_meta)
-        # An explicit source wins over metadata["source"]; either way it goes through the same check.
-        given = source if source is not None else clean_meta.pop("source", None)
-        raw_source = validate.optional_text(given, name="source")
-        clean_meta.pop("source", None)
-        canonical, note = normalize_source(raw_source)
-        if canonical is not None:
-            clean_meta["source"] = canonical
-        seen = validate.observed_at(observed_at, now=now)
-        entry = MemoryEntry(
-            id=new_id(),
-            content=validate.content(content, max_chars=cfg.max_content_chars),
-            category=validate.category(category, default=cfg.default_category),
-            tags=validate.tags(tags),
-            tier=validate.tier(tier, default=cfg.default_tier),
-            scope=scope,
-            created_at=seen,
-            last_seen_at=seen,
-            importance=validate.unit_interval(
-                cfg.default_importance if importance is None else importance, name="importance"
-            ),
-            pinned=validate.flag(pinned, name="pinned"),
-            metadata=clean_meta,
-        )
-        return entry, ((note,) if note else ())
 
     def _add(self, entry: MemoryEntry) -> MemoryEntry:
         """Insert a new entry, its first version at its ``created_at`` (now, or a dated save's observed time)."""
@@ -404,6 +301,17 @@ class LongTermMemory:
         current = self._get(entry_id, scope=scope)
         changed = replace(current, importance=value)
         self._store.facts.write(changed, change=Change.IMPORTANCE, at=self._clock.now())
+        return changed
+
+    def set_pinned(self, entry_id: str, pinned: bool, *, scope: Scope | None = None) -> MemoryEntry:
+        """Pin or unpin an entry. A pinned entry never decays, is never swept or pruned, and comes first with
+        ``pin_first``. A version (``pinned``) records the change; the text and ``updated_at`` are left alone."""
+        value = validate.flag(pinned, name="pinned")
+        current = self._get(entry_id, scope=scope)
+        if current.pinned == value:
+            return current
+        changed = replace(current, pinned=value)
+        self._store.facts.write(changed, change=Change.PINNED, at=self._clock.now())
         return changed
 
     def archive(self, entry_id: str, *, scope: Scope | None = None) -> MemoryEntry:
@@ -502,6 +410,7 @@ class LongTermMemory:
         pin_first: bool = False,
         include_superseded: bool = False,
         filter: EntryFilter | None = None,
+        peek: bool = False,
     ) -> SearchResults:
         """Recall, best first. ``mode``: ``auto`` (hybrid when an embedder is configured, else BM25),
         ``bm25``, ``vector`` or ``hybrid``. ``min_similarity`` overrides the vector floor for this call.
@@ -515,9 +424,11 @@ class LongTermMemory:
         ``belief_authority_weight`` w > 0, scores are multiplied by ``(1 - w) + w · confidence`` and
         re-ranked; w = 0 leaves ranking exactly as recall made it. ``filter`` keeps only the entries it
         matches (``EntryFilter``), applied in SQL to every candidate read, so it never hides a match the
-        indexes would have found."""
+        indexes would have found. ``peek``: a look that changes nothing — no read is counted toward aging and
+        no activity noted (the console's context preview)."""
         query = validate.query(query)
         count = validate.limit(self.config.search_limit if limit is None else limit)
+        looked = validate.flag(peek, name="peek")
         if mode not in MODES:
             raise ValidationError(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
         floor = None if min_similarity is None else validate.unit_interval(min_similarity, name="min_similarity")
@@ -525,7 +436,8 @@ class LongTermMemory:
         superseded = validate.flag(include_superseded, name="include_superseded")
         flt = replace(self._filter(scope, category, include_archived), entry=filters.entry_filter(filter))
         if not query.strip():
-            self._on_activity(flt.scope)
+            if not looked:
+                self._on_activity(flt.scope)
             browsed = SearchResults(
                 [SearchHit(e, 0.0, "recent") for e in self._store.facts.recent(flt, count)], mode="browse"
             )
@@ -540,8 +452,9 @@ class LongTermMemory:
             results.extend(self._superseded(query, flt, results, count, mode, floor))
         if pinned:
             results = listing.pinned_first(self._store, results, flt, PIN_FIRST_MAX)
-        self._on_read([h.entry.id for h in results])
-        self._on_activity(flt.scope)
+        if not looked:
+            self._on_read([h.entry.id for h in results])
+            self._on_activity(flt.scope)
         return results
 
     def _ranked(self, query: str, flt: FactFilter, count: int, mode: str, floor: float | None) -> SearchResults:
@@ -593,9 +506,10 @@ class LongTermMemory:
         scope: Scope | None = None,
     ) -> Page[MemoryEntry]:
         """One page of the scope's entries that ``filter`` (and ``category``) keep, in ``order`` (``newest``,
-        ``oldest``, ``recent``, ``updated``, ``importance``), at most ``limit`` (1..1000, default 100) long.
-        Pass the page's ``next_cursor`` as ``cursor`` for the next page; it is None on the last. Reads
-        nothing into retention (a listing is not recall). See ``memory.listing`` for the paging guarantees."""
+        ``oldest``, ``recent``, ``updated``, ``importance``, ``reinforced``, ``cold``), at most ``limit``
+        (1..1000, default 100) long. Pass the page's ``next_cursor`` as ``cursor`` for the next page; it is
+        None on the last. Reads nothing into retention (a listing is not recall). See ``memory.listing`` for
+        the paging guarantees."""
         count = validate.limit(listing.DEFAULT_PAGE if limit is None else limit)
         flt = replace(self._filter(scope, category, include_archived), entry=filters.entry_filter(filter))
         return listing.page(self._store, flt, filters.order(order), cursor, count)

@@ -412,6 +412,7 @@ class ProactiveMemory:
         scope: Scope | None = None,
         limit: int | None = None,
         min_similarity: float | None = None,
+        peek: bool = False,
     ) -> SearchResults:
         """The proactive memories for ``query`` before a turn (seed 004's auto_retrieve): the agent's proactive
         entries ``scope`` sees and the user's user-level memory, each searched by hybrid recall and fused by
@@ -420,8 +421,10 @@ class ProactiveMemory:
         floor (``min_similarity``, else the agent's, else the deployment's), a memory whose cosine similarity
         is below it is not returned at all; without an embedder the floor is inert. Counts an access of every
         memory returned (its ``access_count`` and ``accessed_at``, its confidence recomputed: the hits show it,
-        the store has it after the next ``flush_accesses``). Reads only: the decay sweep is the dream's."""
+        the store has it after the next ``flush_accesses``). Reads only: the decay sweep is the dream's.
+        ``peek``: count no access and no read (the console's context preview)."""
         clean = validate.scope(scope)
+        looked = validate.flag(peek, name="peek")
         text = validate.query(query)
         count = validate.limit(self.config.retrieve_limit if limit is None else limit, maximum=100)
         floor = None if min_similarity is None else validate.unit_interval(min_similarity, name="min_similarity")
@@ -433,16 +436,17 @@ class ProactiveMemory:
         hits = {h.entry.id: h for ranking in rankings for h in ranking}
         fused = reciprocal_rank_fusion([[h.entry.id for h in r] for r in rankings])[:count]
         chosen = [hits[i].entry for i, _ in fused]
-        touched = {} if self._store.read_only else self._accesses.note(chosen)  # nothing can be counted there
-        self._on_read([i for i, _ in fused])
+        touched = {} if self._store.read_only or looked else self._accesses.note(chosen)  # read-only: nothing counts
+        if not looked:
+            self._on_read([i for i, _ in fused])
         out = [SearchHit(touched.get(i, hits[i].entry), score, hits[i].matched_by) for i, score in fused]
         return SearchResults(out, mode="proactive")
 
-    def for_context(self, message: str, scope: Scope) -> list[SearchHit]:
+    def for_context(self, message: str, scope: Scope, peek: bool = False) -> list[SearchHit]:
         """``auto_retrieve`` for the per-turn context builder: nothing when proactive memory is disabled."""
         if not self.config.enabled:
             return []
-        return list(self.auto_retrieve(message, scope=scope))
+        return list(self.auto_retrieve(message, scope=scope, peek=peek))
 
     def _floor(self, agent_id: str, per_call: float | None) -> float | None:
         """min_similarity: per call, then per agent, then the deployment's; None without an embedder."""

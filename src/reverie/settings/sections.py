@@ -20,8 +20,8 @@ from reverie.core.aging import ImportanceDecay, RetentionParams
 from reverie.memory.aging import AgingConfig
 from reverie.memory.contradiction import ContradictionMode
 from reverie.memory.dedup import DedupConfig
+from reverie.memory.entries import LongTermConfig
 from reverie.memory.lint import LintConfig
-from reverie.memory.longterm import LongTermConfig
 from reverie.recall.hybrid import RecallConfig
 from reverie.settings.base import Section
 from reverie.storage.base import StoreOptions

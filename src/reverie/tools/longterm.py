@@ -105,6 +105,8 @@ def entry_filter(raw: object) -> EntryFilter | None:
             subject_to=raw.get("subject_to"),
             **{name: filters.moment(raw.get(name), name) for name in _TIMES},
             pinned=raw.get("pinned"),
+            archived=raw.get("archived"),
+            superseded=raw.get("superseded"),
             metadata=raw.get("metadata") or {},
         )
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from reverie.core.filters import ORDERS
 from reverie.graph.inputs import MAX_DEPTH, MAX_LIMIT, MAX_NAME_CHARS, MAX_REF_CHARS, MAX_SOURCES
 from reverie.keys.service import MEMORY_READ, MEMORY_WRITE
 from reverie.kv.service import MAX_KEY_CHARS, MAX_LIST_LIMIT
@@ -103,6 +104,11 @@ _FILTER: dict[str, Any] = {
         "updated_from": {**_TIME, "description": "last rewritten (else saved) at or after"},
         "updated_to": {**_TIME, "description": "last rewritten (else saved) before"},
         "pinned": {"type": "boolean"},
+        "archived": {"type": "boolean", "description": "true: only archived (deleted) memories; false: only live"},
+        "superseded": {
+            "type": "boolean",
+            "description": "true: only memories a later one replaced or absorbed; false: only current ones",
+        },
         "metadata": {
             "type": "object",
             "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
@@ -173,8 +179,9 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
                 "filter": _FILTER,
                 "category": _described(_STRING, "only entries under this category prefix"),
                 "order": _described(
-                    {"type": "string", "enum": ["newest", "oldest", "recent", "updated", "importance"]},
-                    "newest (default), oldest, recent (last seen), updated, importance",
+                    {"type": "string", "enum": list(ORDERS)},
+                    "newest (default), oldest, recent (last seen), updated, importance, reinforced (most "
+                    "reinforced first), cold (least recently seen first)",
                 ),
                 "cursor": _described(_STRING, "the cursor the previous page gave; omit for the first page"),
                 "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "memories per page (20)"},

@@ -143,6 +143,7 @@ class Change(StrEnum):
     ARCHIVED = "archived"
     RESTORED = "restored"  # brought back from the archive
     IMPORTANCE = "importance"
+    PINNED = "pinned"  # pinned or unpinned: the text is left alone
     REINFORCED = "reinforced"  # the same fact seen again: counters move, the text does not
     EXTENDED = "extended"  # a restatement with new specifics appended to the text
     SUPERSEDED = "superseded"  # folded into another entry (``superseded_by``), archived
@@ -352,8 +353,15 @@ class EntryFilter:
     - ``updated_from`` / ``updated_to``: the last rewrite (``updated_at``, or ``created_at`` for an entry
       never rewritten) in [from, to).
     - ``pinned``: pinned (True) or not (False).
+    - ``archived``: archived (True: ``archived_at`` set) or not (False).
+    - ``superseded``: replaced by a later entry (True: ``superseded_by`` set, whether contradicted and
+      still unarchived or folded and archived) or not (False).
     - ``metadata``: each key's value equals the given scalar, type included (``5`` is not ``"5"``; None
       matches a key that is absent or null).
+
+    Visibility: a listing or search shows current entries only unless ``include_archived``; ``archived=True``
+    or ``superseded=True`` asks for entries outside it, so either one alone widens the read to them (no
+    ``include_archived`` needed; ``core.filters.reaches_retired``). False values only narrow.
 
     Build one freely; the services check it (``core.filters.entry_filter``) and say which field is wrong.
     """
@@ -371,6 +379,8 @@ class EntryFilter:
     updated_from: datetime | None = None
     updated_to: datetime | None = None
     pinned: bool | None = None
+    archived: bool | None = None
+    superseded: bool | None = None
     # Left out of the hash (a dict is not hashable); equality still compares it.
     metadata: Mapping[str, MetadataScalar] = field(default_factory=dict, hash=False)
 

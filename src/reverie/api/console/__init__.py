@@ -1,5 +1,5 @@
 """The web console (``/console``): what an agent remembers, why it recalled it, and what the dream did, served by
-``reverie serve`` in the same process, with the same keys, over the same engine (docs/console.md, ADR 0013).
+``reverie serve`` in the same process, with the same keys, over the same engine (docs/console.md, ADR 0014).
 
 How it is put together:
 - ``/console`` and every ``/console/<page>`` answer the same static *shell* (no data, no key needed): the

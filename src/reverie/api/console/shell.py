@@ -1,6 +1,7 @@
 """The console's shell, its sign-in, its home page, and ``install``: the routes every page shares.
 
 - ``GET /console`` and ``GET /console/<page>``: the shell (public, static: no data in it).
+- ``GET /docs``: the API's docs page (Swagger UI, bundled: it works offline).
 - ``GET /console/ui/whoami``: who the key is, the agents it may see, and its CSRF token (the shell's sign-in).
 - ``GET /console/ui/agents/{agent_id}``: an agent's overview, the first page after sign-in.
 
@@ -33,6 +34,12 @@ PAGES = (pages_memory, pages_entry, pages_graph, pages_working, pages_dream, pag
 def shell(page: str = "") -> HTMLResponse:
     """The same static shell for every console address: the script loads the page's fragment."""
     return HTMLResponse(ENV.get_template("shell.html").render())
+
+
+@shell_router.get("/docs", response_class=HTMLResponse)
+def docs() -> HTMLResponse:
+    """The API's docs page, Swagger UI from the bundled assets (offline; the app's own ``/docs`` is off)."""
+    return HTMLResponse(ENV.get_template("docs.html").render())
 
 
 @router.get("/whoami")

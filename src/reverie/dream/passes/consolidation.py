@@ -55,7 +55,7 @@ from reverie.errors import LLMError, ValidationError
 from reverie.llm.base import MALFORMED_ANSWER, Message
 from reverie.logs import JsonlFile
 from reverie.memory.contradiction import SUPERSEDE, supersede_older
-from reverie.memory.longterm import add_new, new_id
+from reverie.memory.entries import add_new, new_id
 from reverie.prompts import read_prompt
 from reverie.types import Change, Evidence, MemoryEntry, Scope, Tier
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from reverie.core.filters import ORDERS
+from reverie.errors import ValidationError
 from reverie.storage.sql.dialect import Dialect
 from reverie.types import EntryFilter
 
@@ -23,6 +24,7 @@ _KEYS = {
     "last_seen_at": "f.last_seen_at",
     "updated_at": "coalesce(f.updated_at, f.created_at)",
     "importance": "f.importance",
+    "reinforcement_count": "f.reinforcement_count",
 }
 
 
@@ -55,13 +57,23 @@ def entry_conditions(d: Dialect, flt: EntryFilter) -> tuple[list[str], list[Any]
             add(f"{column} >= ?", low)
         if high is not None:
             add(f"{column} {below} ?", high)
-    if flt.pinned is not None:
-        add(f"f.pinned = {d.true if flt.pinned else d.false}")
+    _states(d, flt, add)
     _subject(d, flt, add)
     for key, value in sorted(flt.metadata.items()):
         clause, values = d.json_key_equals("f.metadata", key, value)
         add(f"({clause})", *values)
     return clauses, params
+
+
+def _states(d: Dialect, flt: EntryFilter, add: Any) -> None:
+    """The flags: pinned, archived (``archived_at`` set), superseded (``superseded_by`` set). These only narrow:
+    ``facts.visible`` lets archived and superseded entries into the read when either of the last two is True."""
+    if flt.pinned is not None:
+        add(f"f.pinned = {d.true if flt.pinned else d.false}")
+    if flt.archived is not None:
+        add(f"f.archived_at IS {'NOT ' if flt.archived else ''}NULL")
+    if flt.superseded is not None:
+        add(f"f.superseded_by IS {'NOT ' if flt.superseded else ''}NULL")
 
 
 def _subject(d: Dialect, flt: EntryFilter, add: Any) -> None:
@@ -92,5 +104,20 @@ def page_clause(d: Dialect, order: str, after: tuple[Any, str] | None) -> tuple[
     if after is None:
         return "", order_by, []
     value, last_id = after
-    bound = float(value) if column == "importance" else d.ts(datetime.fromisoformat(str(value)))
+    bound = _bound(d, column, value)
     return f"({key} {past} ? OR ({key} = ? AND f.id {past} ?))", order_by, [bound, bound, last_id]
+
+
+def _bound(d: Dialect, column: str, value: Any) -> Any:
+    """A cursor's order key as the column compares it. The key came from a client's token: a value of the
+    wrong kind is refused as a bad cursor, never passed to the database."""
+    try:
+        if column == "importance":
+            return float(value)
+        if column == "reinforcement_count":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(value)
+            return value
+        return d.ts(datetime.fromisoformat(str(value)))
+    except (TypeError, ValueError):
+        raise ValidationError("cursor is not a token from an earlier page's next_cursor", field="cursor") from None

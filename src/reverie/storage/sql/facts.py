@@ -8,8 +8,9 @@ Invariants:
 - Scope filtering happens in SQL, in ``visible`` (``_scope_sql`` for reads by id, archived included, and
   for versions): every read goes through it, so no query can forget it; the backends' own queries use it
   too. A scope sees its agent's entries whose user and session are unset or its own.
-- Current entries only, unless the filter asks for archived ones: an entry a later one contradicted keeps
-  ``superseded_by`` without being archived, and is not current either.
+- Current entries only, unless the filter asks for archived ones (``include_archived``, or an ``EntryFilter``
+  with ``archived`` or ``superseded`` True): an entry a later one contradicted keeps ``superseded_by`` without
+  being archived, and is not current either.
 - ``add`` records version 1 and ``write`` a next version, in the writing transaction, whenever the change
   is versioned or the text (content, category, tags) changed. Versions number from 1 per entry, max + 1:
   the entry's row is locked by the same transaction (PostgreSQL's row lock, SQLite's single writer), so two
@@ -38,6 +39,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
+from reverie.core.filters import reaches_retired
 from reverie.errors import NotFound
 from reverie.storage.base import FactCandidate, FactFilter, PurgedRecord, PurgeRule, TextRow, TextSnapshot
 from reverie.storage.sql.dialect import Connection, Dialect, SqlDatabase
@@ -94,7 +96,9 @@ def visible(
     """The WHERE condition (over ``facts f``) and its parameters for what ``flt`` lets through."""
     sql, params = _scope_sql(flt.scope, agent)
     clauses = [sql]
-    if not flt.include_archived:
+    # A filter asking for archived or superseded entries reads them as include_archived would (its own
+    # conditions then keep only what it asks for).
+    if not flt.include_archived and not reaches_retired(flt.entry):
         # Current entries only: an entry a later one contradicted keeps superseded_by without being archived.
         clauses.append("f.archived_at IS NULL AND f.superseded_by IS NULL")
     clauses.append("(f.expires_at IS NULL OR f.expires_at > ?)")

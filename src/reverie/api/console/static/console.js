@@ -105,9 +105,11 @@
 
   function errorText(xhr) {
     try {
+      // The API's errors: {"error": "<kind>", "message": "..."} (FastAPI's own: {"detail": ...}).
       var body = JSON.parse(xhr.responseText);
-      var error = body.error || body;
-      return (error.message || error.detail || xhr.statusText) + " (" + xhr.status + ")";
+      var error = typeof body.error === "object" && body.error !== null ? body.error : body;
+      var detail = typeof error.detail === "string" ? error.detail : "";
+      return (error.message || detail || xhr.statusText) + " (" + xhr.status + ")";
     } catch (e) {
       return "The server answered " + xhr.status + ".";
     }
@@ -160,6 +162,14 @@
       var xhr = event.detail.xhr;
       if (xhr.status === 401) { signedOut("Your key is no longer accepted: sign in again."); return; }
       flash(errorText(xhr));
+    });
+    // htmx's settling copies the old attributes of an element onto the new one with the same id, "style"
+    // included (a library may have set it through the CSSOM): copying it back as an attribute is an inline
+    // style, which the CSP refuses. Nothing of the old page's styling is wanted on the new one.
+    document.body.addEventListener("htmx:beforeSwap", function (event) {
+      var target = event.detail.target;
+      if (!target) { return; }
+      target.querySelectorAll("[id][style]").forEach(function (element) { element.removeAttribute("style"); });
     });
     document.body.addEventListener("htmx:sendError", function () { flash("The server cannot be reached."); });
     document.body.addEventListener("htmx:afterSettle", function (event) {
