@@ -28,6 +28,8 @@ from reverie.testing.openai_server import ScriptedOpenAIServer
 from ._store import Built, build, scripted_dream
 
 CHROMIUM = os.environ.get("REVERIE_CHROMIUM", "/usr/bin/chromium")
+# A loaded 2-core CI machine runs two workers and a browser each: give every expectation 15 s, not 5.
+expect.set_options(timeout=15_000)
 SHOTS = Path(
     os.environ.get("REVERIE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "build" / "console-screenshots")
 )
@@ -58,9 +60,35 @@ class Console:
     llm: ScriptedOpenAIServer
 
 
+@dataclass
+class _Template:
+    """The built store, closed, to be copied for each test module; with its keys' secrets and ids."""
+
+    home: Path
+    built: Built
+    admin: str
+    agent: str
+    reader: str
+
+
+@pytest.fixture(scope="session")
+def console_template(tmp_path_factory: pytest.TempPathFactory) -> _Template:
+    """``_store.build`` once per test process (embedding the sample is the slow part); modules get copies."""
+    home = tmp_path_factory.mktemp("console-template") / "home"
+    settings = {"embedding": {"background": False}, "memory": {"expansion_enabled": False}}
+    with reverie.open(home, clock=FakeClock(SystemClock().now()), graph={"extraction": "rules"}, **settings) as rv:
+        built = build(rv)
+        admin = rv.keys.create("console-admin", agent_id=None, scopes=["admin"])[1]
+        agent = rv.keys.create("demo-agent", agent_id="demo", scopes=["memory_read", "memory_write"], users=["*"])
+        reader = rv.keys.create("demo-reader", agent_id="demo", scopes=["memory_read"], users=["*"])
+    return _Template(home, built, admin, agent[1], reader[1])
+
+
 @pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    home = tmp_path_factory.mktemp("console")
+def console(console_template: _Template, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    """A copy of the built store served on 127.0.0.1 for one test module (modules change it freely)."""
+    home = tmp_path_factory.mktemp("console") / "home"
+    shutil.copytree(console_template.home, home)
     clock = FakeClock(SystemClock().now())
     with ScriptedOpenAIServer() as llm:
         llm.answer_chat_with(scripted_dream)
@@ -73,14 +101,9 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
             graph={"extraction": "rules"},
         )
         try:
-            built = build(rv)
-            admin = rv.keys.create("console-admin", agent_id=None, scopes=["admin"])[1]
-            agent = rv.keys.create("demo-agent", agent_id="demo", scopes=["memory_read", "memory_write"], users=["*"])[
-                1
-            ]
-            reader = rv.keys.create("demo-reader", agent_id="demo", scopes=["memory_read"], users=["*"])[1]
+            t = console_template
             with ApiServer(create_app(rv)) as server:
-                yield Console(server.origin, rv, clock, admin, agent, reader, built, llm)
+                yield Console(server.origin, rv, clock, t.admin, t.agent, t.reader, t.built, llm)
         finally:
             rv.close()
 

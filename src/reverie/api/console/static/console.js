@@ -22,7 +22,9 @@
   function currentAgent() {
     var m = location.pathname.match(/^\/console\/agents\/([^/]+)/);
     if (m) { return decodeURIComponent(m[1]); }
-    return sessionStorage.getItem(AGENT) || state.agents[0] || "";
+    // The library's default agent first: where the tour's sample and an unscoped save land.
+    var fallback = state.agents.indexOf("default") >= 0 ? "default" : state.agents[0];
+    return sessionStorage.getItem(AGENT) || fallback || "";
   }
 
   function load(path) {
