@@ -17,31 +17,20 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from ._store import FASTAPI, POSTGRES, scripted_dream
 from .conftest import Console, shot, sign_in
 
-FASTAPI = "Lantern's API runs on FastAPI."
-POSTGRES = "Lantern stores its data in PostgreSQL."
-_ENTRY = re.compile(r"^\[\d+\] id=([0-9a-f]{12})[^\n]*\n\s+(.*?)$", re.M)
 HOLD = threading.Event()  # set: every model call waits for RELEASE (a dream that stays running)
 RELEASE = threading.Event()
 HELD = threading.Event()  # a call is being held
 
 
 def consolidator(body: dict[str, Any]) -> str:
-    """The dream's model: merges the two short Lantern entries when the consolidation prompt shows both."""
+    """The store's scripted model (it merges the two short Lantern entries), which can be held."""
     if HOLD.is_set():
         HELD.set()
         RELEASE.wait(20)
-    prompt = str(body["messages"][-1]["content"])
-    nothing = json.dumps({"toDelete": [], "toSave": []})
-    if not prompt.startswith("TASK: memory consolidation"):
-        return nothing
-    shown = {text.strip(): entry_id for entry_id, text in _ENTRY.findall(prompt)}
-    if FASTAPI not in shown or POSTGRES not in shown:
-        return nothing
-    merged = f"{FASTAPI} {POSTGRES}"
-    save = {"content": merged, "category": "project-context/lantern", "sourceIds": [shown[FASTAPI], shown[POSTGRES]]}
-    return json.dumps({"toDelete": [], "toSave": [save]})
+    return scripted_dream(body)
 
 
 @pytest.fixture(scope="module", autouse=True)
