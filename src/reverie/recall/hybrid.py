@@ -88,7 +88,8 @@ class RecallConfig:
     # gains this much, less as its time lies further away (core.timeq); 0 turns it off.
     time_weight: float = 0.4
     # Where BM25 candidates come from: "memory" (the in-process ``LexicalIndex``) or "fts" (the store's
-    # full-text search). Filters the index cannot answer (include_archived) always use the store.
+    # full-text search). Filters the index cannot answer (include_archived, any entry filter: one with
+    # ``archived`` or ``superseded`` true reads retired entries) always use the store.
     lexical: Literal["memory", "fts"] = "memory"
     # Fetch the vector signal (query embedding, nearest neighbours, hydration) on a worker thread while this
     # thread fetches the BM25 one: the slow parts (the model, numpy, the database) release the GIL, so a

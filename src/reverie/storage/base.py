@@ -116,7 +116,8 @@ __all__ = [
 class FactFilter:
     """What a read may return: the caller's scope plus the usual narrowing.
 
-    ``now`` hides entries whose ``expires_at`` has passed; ``include_archived`` shows archived ones too.
+    ``now`` hides entries whose ``expires_at`` has passed; ``include_archived`` shows archived ones too, and so
+    does an ``entry`` filter with ``archived`` or ``superseded`` true (``core.filters.reaches_retired``).
     ``entry`` narrows by the entry's fields (tags, source, tier, importance, times, pinned, metadata): a
     checked ``EntryFilter`` (``core.filters.entry_filter``), applied in SQL by every read that takes the filter.
     """
