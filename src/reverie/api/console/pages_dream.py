@@ -27,7 +27,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
-from reverie.api.auth import admin_access, admin_agent_access
+from reverie.api.auth import admin_access, admin_agent_access, engine
 from reverie.api.console.pages_usage import Chart, chart, daily_usage, midnight
 from reverie.api.console.render import fragment
 from reverie.api.routes_dream import DreamRunner
@@ -45,15 +45,10 @@ MAX_CHANGES = 200  # merges, prunes and rejections listed on a run's page
 AUDIT_DAYS = 30  # days of tokens and cost on the audit page
 
 
-def _engine(request: Request) -> Reverie:
-    rv: Reverie = request.app.state.rv
-    return rv
-
-
 def _live(request: Request, agent_id: str, *, cursor: str | None = None, started: bool = False) -> dict[str, Any]:
     """What the status and history show: the status, a page of runs, and whether the page should poll (a dream
     runs, or one was just started and has not recorded its run yet)."""
-    rv = _engine(request)
+    rv = engine(request)
     status = rv.dream.status(agent_id)
     runs = rv.dream.history_page(agent_id, cursor=cursor, limit=RUNS_PER_PAGE)
     return {"status": status, "runs": runs, "polling": status.running or started, "cursor": cursor}
@@ -86,7 +81,7 @@ def dream_trigger(request: Request, agent_id: Admin) -> HTMLResponse:
 @router.post("/agents/{agent_id}/dream/abort", response_class=HTMLResponse)
 def dream_abort(request: Request, agent_id: Admin) -> HTMLResponse:
     """Ask the running dream to stop at its next step (as ``POST /api/dream/agents/{id}/abort``)."""
-    done = _engine(request).dream.abort_dream(agent_id)
+    done = engine(request).dream.abort_dream(agent_id)
     if done.aborting:
         notice = "The dream was asked to stop at its next step."
     elif done.interrupted:
@@ -165,7 +160,7 @@ def run_changes(rv: Reverie, run: DreamRun) -> tuple[list[Merge], list[Change]]:
 @router.get("/agents/{agent_id}/dream/runs/{run_id}", response_class=HTMLResponse)
 def dream_run(request: Request, agent_id: Reader, run_id: str) -> HTMLResponse:
     """One run: its passes' status, summary and reason, and its merges and prunes with before/after text."""
-    rv = _engine(request)
+    rv = engine(request)
     run = rv.store.dream.get_run(validate.identifier(run_id, name="run_id"))
     if run is None or run.agent_id != agent_id:
         raise NotFound(f"no dream run {run_id!r} of agent {agent_id!r}")
@@ -212,7 +207,7 @@ def audit_charts(rv: Reverie, agent_id: str) -> list[Chart]:
 @router.get("/agents/{agent_id}/dream/audit", response_class=HTMLResponse)
 def audit_page(request: Request, agent_id: Reader) -> HTMLResponse:
     """The memory audit's trends for the agent as plots, with the latest record's numbers."""
-    rv = _engine(request)
+    rv = engine(request)
     records = rv.audit.trend(agent_id)
     return fragment(
         request,
@@ -228,5 +223,5 @@ def audit_page(request: Request, agent_id: Reader) -> HTMLResponse:
 @router.post("/agents/{agent_id}/dream/audit/run", response_class=HTMLResponse, dependencies=[Depends(admin_access)])
 def audit_now(request: Request, agent_id: Reader) -> HTMLResponse:
     """Audit every agent now (as ``POST /api/audit/run``) and show this agent's trend again."""
-    _engine(request).audit.run()
+    engine(request).audit.run()
     return audit_page(request, agent_id)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any
@@ -269,6 +270,16 @@ def entry_page(
     return show(request, agent_id, entry_id, scope_of(agent_id, user_id, session_id), days=days, a=a, b=b)
 
 
+def _change(
+    request: Request, agent_id: str, entry_id: str, scope: Scope, apply: Callable[[Reverie], object], notice: str
+) -> HTMLResponse:
+    """An action of the page: the API's ``require_change`` on the entry, the service call, the page again."""
+    rv: Reverie = request.app.state.rv
+    actions.check_change(request, rv, entry_id, scope)
+    apply(rv)
+    return show(request, agent_id, entry_id, scope, notice=notice)
+
+
 @router.post("/agents/{agent_id}/entries/{entry_id}/archive", response_class=HTMLResponse)
 def archive(
     request: Request,
@@ -279,9 +290,8 @@ def archive(
 ) -> HTMLResponse:
     """Archive (the API's ``DELETE /entries/{id}``)."""
     scope = scope_of(agent_id, user_id, session_id)
-    actions.check_change(request, request.app.state.rv, entry_id, scope)
-    request.app.state.rv.memory.archive(entry_id, scope=scope)
-    return show(request, agent_id, entry_id, scope, notice="Archived: it left search and browse until restored.")
+    notice = "Archived: it left search and browse until restored."
+    return _change(request, agent_id, entry_id, scope, lambda rv: rv.memory.archive(entry_id, scope=scope), notice)
 
 
 @router.post("/agents/{agent_id}/entries/{entry_id}/restore", response_class=HTMLResponse)
@@ -294,9 +304,8 @@ def restore(
 ) -> HTMLResponse:
     """Restore an archived or superseded entry (the API's ``POST /entries/{id}/restore``)."""
     scope = scope_of(agent_id, user_id, session_id)
-    actions.check_change(request, request.app.state.rv, entry_id, scope)
-    request.app.state.rv.memory.restore(entry_id, scope=scope)
-    return show(request, agent_id, entry_id, scope, notice="Restored: it is a current entry again.")
+    notice = "Restored: it is a current entry again."
+    return _change(request, agent_id, entry_id, scope, lambda rv: rv.memory.restore(entry_id, scope=scope), notice)
 
 
 @router.post("/agents/{agent_id}/entries/{entry_id}/pin", response_class=HTMLResponse)
@@ -308,12 +317,14 @@ def pin(
     user_id: UserQuery = None,
     session_id: SessionQuery = None,
 ) -> HTMLResponse:
-    """Pin (``…/pin``) or unpin (``…/unpin``) through the memory service."""
+    """Pin (``…/pin``) or unpin (``…/unpin``): the API's ``PUT /entries/{id}/pinned``."""
     scope = scope_of(agent_id, user_id, session_id)
     pinned = not request.url.path.endswith("/unpin")
-    actions.check_change(request, request.app.state.rv, entry_id, scope)
-    actions.set_pinned(request.app.state.rv, entry_id, pinned, scope)
-    return show(request, agent_id, entry_id, scope, notice="Pinned." if pinned else "Unpinned.")
+
+    def apply(rv: Reverie) -> object:
+        return rv.memory.set_pinned(entry_id, pinned, scope=scope)
+
+    return _change(request, agent_id, entry_id, scope, apply, "Pinned." if pinned else "Unpinned.")
 
 
 @router.post("/agents/{agent_id}/entries/{entry_id}/edit", response_class=HTMLResponse)
@@ -347,6 +358,8 @@ def restore_version(
 ) -> HTMLResponse:
     """Make a version's text, category and tags current again, as a new version (the API's version restore)."""
     scope = scope_of(agent_id, user_id, session_id)
-    actions.check_change(request, request.app.state.rv, entry_id, scope)
-    request.app.state.rv.memory.restore_version(entry_id, version, scope=scope)
-    return show(request, agent_id, entry_id, scope, notice=f"Version {version} restored as a new version.")
+
+    def apply(rv: Reverie) -> object:
+        return rv.memory.restore_version(entry_id, version, scope=scope)
+
+    return _change(request, agent_id, entry_id, scope, apply, f"Version {version} restored as a new version.")

@@ -1,4 +1,4 @@
-"""What the entry page's buttons do: archive, restore, pin, the edit form and version restore, each through the
+"""What the entry page's buttons do: the access check and the edit form, each through the
 same engine service the API's route calls, with the same checks.
 
 Invariants:
@@ -27,12 +27,6 @@ def check_change(request: Request, rv: Reverie, entry_id: str, scope: Scope) -> 
     passes here: the service then answers 404 (or 422 for a malformed id), as the API does."""
     for entry in rv.explorer.entries([entry_id], scope):  # read-only: not counted as a read of the entry
         require_change(request, entry)
-
-
-def set_pinned(rv: Reverie, entry_id: str, pinned: bool, scope: Scope) -> MemoryEntry:
-    """Pin or unpin through ``memory.set_pinned``, as ``PUT /entries/{id}/pinned`` does."""
-    changed: MemoryEntry = rv.memory.set_pinned(entry_id, pinned, scope=scope)
-    return changed
 
 
 def _importance(raw: str | None) -> float | None:

@@ -11,6 +11,7 @@ fragment URL is ``/console/ui/<page>`` and its address in the browser ``/console
 
 from __future__ import annotations
 
+from functools import cache
 from importlib.resources import files
 from typing import Annotated, Any
 
@@ -33,13 +34,19 @@ PAGES = (pages_memory, pages_entry, pages_graph, pages_working, pages_dream, pag
 @shell_router.get("/console/{page:path}", response_class=HTMLResponse)
 def shell(page: str = "") -> HTMLResponse:
     """The same static shell for every console address: the script loads the page's fragment."""
-    return HTMLResponse(ENV.get_template("shell.html").render())
+    return HTMLResponse(_static_page("shell.html"))
 
 
 @shell_router.get("/docs", response_class=HTMLResponse)
 def docs() -> HTMLResponse:
     """The API's docs page, Swagger UI from the bundled assets (offline; the app's own ``/docs`` is off)."""
-    return HTMLResponse(ENV.get_template("docs.html").render())
+    return HTMLResponse(_static_page("docs.html"))
+
+
+@cache
+def _static_page(template: str) -> str:
+    """A page without data (the shell, the docs page), rendered once per process."""
+    return ENV.get_template(template).render()
 
 
 @router.get("/whoami")
