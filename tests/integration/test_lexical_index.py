@@ -71,6 +71,36 @@ def test_a_hand_computed_bm25_score(store: Store) -> None:
     assert LexicalIndex(store).search(view(), ["banana"], 10) == [(f"{1:012x}", pytest.approx(0.81692, abs=1e-5))]
 
 
+def test_length_normalisation_b_is_the_indexs_own(store: Store) -> None:
+    # The same corpus as above: "apple banana" is 3 tokens long against an average of 2.75; idf(banana) 0.8473.
+    add_all(
+        store,
+        [
+            fact(1, "apple banana"),
+            fact(2, "apple apple cherry"),
+            fact(3, "cherry", category="fruit"),
+            fact(4, "durian", category="fruit"),
+        ],
+    )
+    # b 0: a document's length does not matter, so one occurrence scores exactly the idf.
+    assert LexicalIndex(store, b=0.0).search(view(), ["banana"], 10)[0][1] == pytest.approx(0.84730, abs=1e-5)
+    # b 0.3 (the engine's default, recall.bm25_b): 0.8473 * 2.2 / (1 + 1.2 * (0.7 + 0.3 * 3 / 2.75)).
+    assert LexicalIndex(store, b=0.3).search(view(), ["banana"], 10)[0][1] == pytest.approx(0.83488, abs=1e-5)
+    with pytest.raises(ValueError, match="b must be"):
+        LexicalIndex(store, b=1.5)
+
+
+def test_the_engine_indexes_with_recall_bm25_b(tmp_path: Path) -> None:
+    with (
+        reverie.open(tmp_path / "b", embedding=HASH) as default,
+        reverie.open(tmp_path / "b2", embedding=HASH, recall={"bm25_b": 0.75}) as fts5_like,
+    ):
+        assert default.recall.lexical is not None and default.recall.lexical.b == 0.3
+        assert fts5_like.recall.lexical is not None and fts5_like.recall.lexical.b == 0.75
+    with pytest.raises(reverie.ConfigError, match="bm25_b"):
+        reverie.open(tmp_path / "b3", embedding=HASH, recall={"bm25_b": 2})
+
+
 def test_tags_and_category_count_with_their_weights(store: Store) -> None:
     add_all(
         store,
@@ -247,7 +277,8 @@ def test_memory_and_fts_give_the_same_results_through_the_engine(tmp_path: Path)
     clock = FakeClock()
     home = tmp_path / "same"
     with (
-        reverie.open(home, clock=clock, embedding=HASH, recall={"lexical": "memory"}) as memory,
+        # FTS5's bm25() has b 0.75 built in: the index takes the same to give the same rankings.
+        reverie.open(home, clock=clock, embedding=HASH, recall={"lexical": "memory", "bm25_b": 0.75}) as memory,
         reverie.open(home, clock=clock, embedding=HASH, recall={"lexical": "fts"}) as fts_engine,
     ):
         assert memory.recall.lexical is not None and fts_engine.recall.lexical is None

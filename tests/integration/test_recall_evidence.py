@@ -4,6 +4,7 @@ nothing, a named time ranks what happened or was said then, and matched_by says 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +117,61 @@ def test_an_entry_only_saved_in_the_named_time_answers_and_nothing_near_it_pads(
     hits = rv_local.memory.search("what happened in March 2026?", mode="hybrid")
     assert [h.entry.id for h in hits] == [outage]  # April is near March, but nothing of its own: not returned
     assert hits[0].matched_by == "time"
+
+
+def test_a_word_match_counts_as_far_as_the_embedder_agrees(tmp_path: Path, clock: FakeClock) -> None:
+    facts = [
+        "Miso the cat eats wet food from a sensitive-stomach range.",
+        "Dan's favourite cuisine is Thai, green curry above all.",
+        "Dan is pescatarian: he eats fish but no meat.",
+        "Elena is vegetarian and doesn't eat fish either.",
+        "Harbor deploys on Tuesdays after the stand-up.",
+        "Priya is allergic to peanuts.",
+        "Dan writes code in Neovim.",
+        "Leo's birthday is in May.",
+        "The office is at Temple Quay in Bristol.",
+        "Dan goes running on Mondays.",
+    ]
+    query = "what food does Dan like?"
+    tops = {}
+    for share in (0.5, 1.0):  # 1.0: words are trusted whatever the embedder says (the graded credit is off)
+        with reverie.open(
+            tmp_path / str(share), clock=clock, embedding={"background": False}, recall={"uncorroborated_share": share}
+        ) as rv:
+            for content in facts:
+                rv.memory.save(content, dedup=False)
+            rv.embed_pending()
+            hits = rv.memory.search(query, mode="hybrid")
+            tops[share] = hits[0].entry.content
+            if share == 0.5:
+                cat = next(h for h in hits if h.entry.content.startswith("Miso"))
+                assert cat.evidence is not None and cat.evidence.lexical > 0
+                # "food" matched, but the embedder relates the cat's diet only weakly to the question: the cat
+                # keeps less than its whole lexical evidence.
+                weight = rv.recall.config.semantic_weight
+                assert cat.evidence.own < (1 - weight) * cat.evidence.lexical + weight * cat.evidence.semantic - 1e-6
+    assert tops[0.5].startswith("Dan's favourite cuisine")
+    assert tops[1.0].startswith("Miso"), tops  # the word alone put the cat's food first
+
+
+def test_one_word_of_a_two_word_query_is_not_full_evidence(tmp_path: Path, clock: FakeClock) -> None:
+    with reverie.open(tmp_path / "short", clock=clock, embedding={"background": False}) as rv:
+        for content in (
+            "Harbor deploys on Tuesdays after the stand-up.",
+            "Dan can't stand coriander.",
+            "Priya is allergic to peanuts.",
+            "Dan writes code in Neovim.",
+            "Leo's birthday is in May.",
+            "The office is at Temple Quay in Bristol.",
+            "Dan goes running on Mondays.",
+            "Miso the cat eats wet food.",
+        ):
+            rv.memory.save(content, dedup=False)
+        rv.embed_pending()
+        # "gdp" and "stand": only "stand" is in memory. Half the query's weight would have been full evidence.
+        words = rv.memory.search("what does GDP stand for", mode="bm25")
+        assert words and all(h.evidence is not None and h.evidence.lexical < 0.75 for h in words)
+        assert list(rv.memory.search("what does GDP stand for", mode="hybrid")) == []
+        both = rv.memory.search("Harbor deploys", mode="hybrid")
+        assert both[0].entry.content.startswith("Harbor deploys")
+        assert both[0].evidence is not None and both[0].evidence.lexical == pytest.approx(1.0)

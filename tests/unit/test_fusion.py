@@ -116,3 +116,33 @@ def test_thread_gain_is_a_share_of_the_threads_best_evidence_of_each_kind() -> N
     assert gains == pytest.approx({"t1": 0.4, "t2": 0.4, "t3": 0.4, "u1": 0.2})
     assert fusion.thread_gain(lexical, semantic, threads, 0.0) == {}
     assert "loose" not in fusion.thread_gain({"loose": 1.0}, {}, threads, 0.5)
+
+
+def test_corroboration_credits_a_word_match_as_far_as_the_embedder_agrees() -> None:
+    lexical = {"agreed": 0.8, "half": 0.8, "unrelated": 0.8, "unjudged": 0.8, "missing": 0.8}
+    semantic = {"agreed": 1.0, "half": 0.5, "missing": 0.0}
+    judged = {"agreed": 0.7, "half": 0.4, "missing": 0.1}  # similarities: "unjudged" has no vector yet
+    out = fusion.corroborated(lexical, semantic, judged, {"unrelated"}, 0.5)
+    assert out["agreed"] == pytest.approx(0.8)  # full semantic evidence: all of it
+    assert out["half"] == pytest.approx(0.8 * 0.75)
+    assert out["missing"] == pytest.approx(0.4)  # below the floor: the share
+    assert out["unrelated"] == pytest.approx(0.4)  # judged unrelated without a similarity: the share
+    assert out["unjudged"] == pytest.approx(0.8)  # nothing to judge it by: trusted
+    assert fusion.corroborated(lexical, semantic, judged, {"unrelated"}, 1.0) == lexical
+
+
+@given(
+    st.floats(0, 1),
+    st.floats(0, 1),
+    st.floats(0, 1),
+    st.floats(0, 1),
+)
+def test_corroboration_never_adds_and_grows_with_agreement(value: float, low: float, high: float, share: float) -> None:
+    low, high = sorted((low, high))
+    out = fusion.corroborated({"a": value, "b": value}, {"a": low, "b": high}, {"a", "b"}, set(), share)
+    assert share * value - 1e-12 <= out["a"] <= out["b"] <= value + 1e-12
+
+
+def test_corroboration_refuses_a_share_outside_zero_one() -> None:
+    with pytest.raises(ValueError, match="share"):
+        fusion.corroborated({}, {}, set(), set(), 1.5)

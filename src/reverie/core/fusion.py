@@ -7,6 +7,7 @@ Two normalisations, one weighted mean:
 - ``lexical_evidence`` / ``semantic_evidence`` (long-term recall, issue 18): each signal as evidence that means
   the same for every query — BM25 against an ideal match, similarity between the model's floor and its
   strong similarity — so weak evidence stays weak instead of being stretched to 1.
+- ``corroborated`` (long-term recall): lexical evidence credited by how far the embedder agrees with it.
 - ``weighted``: the weighted mean of two maps over the union of their keys; a signal that did not return
   an id contributes 0.
 """
@@ -14,6 +15,7 @@ Two normalisations, one weighted mean:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 
 
 def minmax(scores: Mapping[str, float]) -> dict[str, float]:
@@ -89,6 +91,32 @@ def semantic_evidence(similarities: Mapping[str, float], floor: float, strong: f
     if scale <= 1e-12:
         return dict.fromkeys(similarities, 0.0)
     return {key: min(max(value - floor, 0.0) / scale, 1.0) for key, value in similarities.items()}
+
+
+def corroborated(
+    lexical: Mapping[str, float],
+    semantic: Mapping[str, float],
+    judged: Mapping[str, float] | AbstractSet[str],
+    unrelated: AbstractSet[str],
+    share: float,
+) -> dict[str, float]:
+    """Lexical evidence credited as far as the embedder agrees with it: a BM25 hit keeps ``share`` of its
+    evidence plus the rest in proportion to its semantic evidence (all of it at full semantic evidence,
+    ``share`` at none). ``unrelated`` hits (the embedder judged them unrelated without a similarity: not
+    among its candidates) keep ``share``; a hit the embedder did not judge (not in ``judged``: no vector
+    yet) keeps all of it. ``share`` 1 trusts words alone."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError("share must be between 0 and 1")
+    out: dict[str, float] = {}
+    for key, value in lexical.items():
+        if key in unrelated:
+            credit = share
+        elif key in judged:
+            credit = share + (1.0 - share) * semantic.get(key, 0.0)
+        else:
+            credit = 1.0
+        out[key] = value * credit
+    return out
 
 
 def weighted(lexical: Mapping[str, float], semantic: Mapping[str, float], semantic_weight: float) -> dict[str, float]:

@@ -49,6 +49,10 @@ STRONG_ABOVE_FLOOR = 0.35
 # Full lexical evidence: an entry scoring this share of the query's summed idf (an average-length entry
 # holding half the query's weight). Measured on LoCoMo: 0.5 ranks within 0.003 of per-query max scaling.
 IDEAL_SHARE = 0.5
+# ...but a query of two words names what it wants in both: one of them alone is not full evidence. The ideal
+# holds at least this many average words' weight (two words: 0.7 of the query's), which silenced two of the
+# everyday set's off-topic questions ("what does GDP stand for" through "stand-up") at no cost to LoCoMo.
+IDEAL_WORDS = 1.4
 # What ranking reads of a candidate: a ``FactCandidate`` row, or a whole entry when a read gave one (the
 # store's full-text search); both have the id, the times and the metadata.
 Ranked = MemoryEntry | FactCandidate
@@ -91,6 +95,10 @@ class RecallConfig:
     # full-text search). Filters the index cannot answer (include_archived, any entry filter: one with
     # ``archived`` or ``superseded`` true reads retired entries) always use the store.
     lexical: Literal["memory", "fts"] = "memory"
+    # BM25's length normalisation in the in-memory index (FTS5's is 0.75): memories range from three words to
+    # a long turn, and 0.75 let a short entry sharing one word outrank the long one that holds the answer
+    # (LoCoMo turn@10 0.759 -> 0.769 at 0.3, flat from 0 to 0.3; docs/adr/0012). The "fts" source keeps its own.
+    bm25_b: float = 0.3
     # Fetch the vector signal (query embedding, nearest neighbours, hydration) on a worker thread while this
     # thread fetches the BM25 one: the slow parts (the model, numpy, the database) release the GIL, so a
     # hybrid search costs about the slower signal rather than the sum of both.
@@ -156,7 +164,7 @@ class HybridSearch:
         self._agent_floor = dict(self.config.agent_min_similarity)
         if self.config.lexical not in LEXICAL_SOURCES:
             raise ValueError(f"unknown lexical source {self.config.lexical!r}; use one of {LEXICAL_SOURCES}")
-        self.lexical = LexicalIndex(store) if self.config.lexical == "memory" else None
+        self.lexical = LexicalIndex(store, b=self.config.bm25_b) if self.config.lexical == "memory" else None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self.fetches: Counter[str] = Counter()  # signals fetched from the indexes ("lexical", "vector")
@@ -272,10 +280,11 @@ class HybridSearch:
         elif wanted == "vector":
             own = {i: v for i, v in semantic.items() if i in evidence.above_floor}
         else:
-            # A word match the embedder sees as unrelated (similarity below the floor) is weak evidence:
-            # "how do vaccines work" matching a fact through "work".
-            share = self.config.uncorroborated_share
-            corroborated = {i: v * share if i in evidence.uncorroborated else v for i, v in lexical.items()}
+            # A word match the embedder sees as unrelated is weak evidence ("how do vaccines work" matching a
+            # fact through "work"), and one it sees as barely related is not much stronger.
+            corroborated = fusion.corroborated(
+                lexical, semantic, evidence.similarity, evidence.uncorroborated, self.config.uncorroborated_share
+            )
             own = fusion.weighted(corroborated, semantic, self.config.semantic_weight)
             # An entry saved or dated in the time the query names is evidence enough to answer.
             if not evidence.in_period and max(own.values(), default=0.0) < self.config.min_evidence:
@@ -370,7 +379,7 @@ class HybridSearch:
         kept: list[tuple[Ranked, float]] = [(passed[i], score) for i, score in found if i in passed]
         # The store's order: score, then the most recently reinforced (the index knows no last_seen_at).
         kept.sort(key=lambda pair: (-pair[1], -pair[0].last_seen_at.timestamp()))
-        ideal = self.lexical.ideal(flt.scope.agent_id, terms) * IDEAL_SHARE
+        ideal = self.lexical.ideal(flt.scope.agent_id, terms) * ideal_share(len(set(terms)))
         return kept[:depth], ideal
 
     def _spread(
@@ -502,6 +511,12 @@ class _Candidates:
     entries: dict[str, Ranked] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     complete: bool = False  # the vector signal scored every vector of the agent
+
+
+def ideal_share(words: int) -> float:
+    """The share of a query's summed idf an ideal match holds, for a query of ``words`` distinct terms: half,
+    or ``IDEAL_WORDS`` average words' worth when that is more (short queries)."""
+    return min(max(IDEAL_SHARE, IDEAL_WORDS / max(words, 1)), 1.0)
 
 
 def _shape(flt: FactFilter) -> tuple[Any, ...]:

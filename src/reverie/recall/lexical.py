@@ -5,9 +5,10 @@ holds each term's postings as numpy arrays and scores them in a few vector opera
 
 Invariants:
 - Tokens and scores are FTS5's: ``core.tokens`` makes the words of ``porter unicode61 remove_diacritics 2``,
-  and the score is ``bm25()`` with k1 1.2, b 0.75, column weights content 1.0, tags 0.6, category 0.4,
-  idf floored at 1e-6, a document's length counted over all three columns. N, the document frequencies
-  and the average length are those of the agent's live (unarchived) entries, not of the whole table.
+  and the score is ``bm25()`` with k1 1.2, b 0.75 (unless ``b`` is given: the engine passes
+  ``recall.bm25_b``, 0.3), column weights content 1.0, tags 0.6, category 0.4, idf floored at 1e-6, a
+  document's length counted over all three columns. N, the document frequencies and the average length
+  are those of the agent's live (unarchived) entries, not of the whole table.
 - Before every search the index replays the store's text log after its watermark, so a save, an edit,
   an archive, a restore or a purge made by any process is seen by the next search here.
 - A row is one version of one entry. An entry's change kills its row (postings stay, masked by ``alive``)
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from reverie.recall.postings import Floats, Ints, Postings, bm25, build, idf, weighted_terms
+from reverie.recall.postings import B, Floats, Ints, Postings, bm25, build, idf, weighted_terms
 from reverie.storage.base import FactFilter, Store, TextRow, TextSnapshot
 
 NO_CODE = -1  # user_id / session_id NULL: the entry is visible to every user / session of the agent
@@ -143,13 +144,13 @@ class _AgentIndex:
         self.dead += 1
 
     # -- searching ------------------------------------------------------------------------------------
-    def top(self, flt: FactFilter, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
-        """The ``k`` best rows visible through ``flt`` (expiry aside) with their BM25 scores, best first;
-        equal scores: the oldest row first (the order FTS5 gives ties)."""
+    def top(self, flt: FactFilter, terms: Sequence[str], k: int, b: float) -> list[tuple[str, float]]:
+        """The ``k`` best rows visible through ``flt`` (expiry aside) with their BM25 scores (length
+        normalisation ``b``), best first; equal scores: the oldest row first (the order FTS5 gives ties)."""
         documents = len(self.live)
         if documents == 0 or k <= 0 or not terms:
             return []
-        candidates, values = self._scores(terms, documents)
+        candidates, values = self._scores(terms, documents, b)
         if candidates.size == 0:
             return []
         visible = self._visible(candidates, flt)
@@ -165,7 +166,7 @@ class _AgentIndex:
         order = np.lexsort((candidates, -values))[:k]
         return [(self.ids[int(candidates[i])] or "", float(values[i])) for i in order]
 
-    def _scores(self, terms: Sequence[str], documents: int) -> tuple[Ints, npt.NDArray[np.float64]]:
+    def _scores(self, terms: Sequence[str], documents: int, b: float) -> tuple[Ints, npt.NDArray[np.float64]]:
         """The rows some term matched (ascending) and each one's summed BM25 score (positive)."""
         average = self.live_tokens / documents
         rows: list[Ints] = []
@@ -189,6 +190,7 @@ class _AgentIndex:
                     matching=int(term_rows.size),
                     average_length=average,
                     repeats=repeats,
+                    b=b,
                 )
             )
         if not rows:
@@ -253,8 +255,12 @@ class LexicalIndex:
     Archived entries are not indexed, so a filter with ``include_archived`` is not ``supported``.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, b: float = B) -> None:
+        """``b``: BM25's length normalisation (FTS5's 0.75 by default; 0 ignores a document's length)."""
+        if not 0.0 <= b <= 1.0:
+            raise ValueError("b must be between 0 and 1")
         self._store = store
+        self.b = b
         self._agents: dict[str, _AgentIndex] = {}
         self._lock = threading.Lock()
 
@@ -271,7 +277,7 @@ class LexicalIndex:
         if not self.supports(flt):
             raise ValueError("the lexical index holds no archived entries; search the store instead")
         with self._lock:
-            return self._current(flt.scope.agent_id).top(flt, terms, k)
+            return self._current(flt.scope.agent_id).top(flt, terms, k, self.b)
 
     def ideal(self, agent_id: str, terms: Sequence[str]) -> float:
         """The BM25 score of an average-length entry holding each of ``terms`` once: the sum of their idfs

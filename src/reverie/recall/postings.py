@@ -4,7 +4,8 @@ Invariants:
 - A document is one entry's content, tags and category; a word's weighted frequency in it is the sum of
   its columns' weights per occurrence (content 1.0, tags 0.6, category 0.4: ``SqliteFacts``' bm25()
   weights), and its length counts the tokens of all three columns.
-- ``bm25`` is FTS5's formula: k1 1.2, b 0.75, idf ``log((N - n + 0.5) / (n + 0.5))`` floored at 1e-6.
+- ``bm25`` is FTS5's formula: k1 1.2, b 0.75 (another ``b`` on request: ``recall.bm25_b``), idf
+  ``log((N - n + 0.5) / (n + 0.5))`` floored at 1e-6.
 - ``build`` and ``weighted_terms`` give the same frequencies and lengths for the same rows: the first
   builds a whole corpus at once (one sort), the second one entry (replayed changes).
 """
@@ -23,7 +24,7 @@ from reverie.core.tokens import MARK, split_many, tokens, word
 from reverie.storage.base import TextRow
 
 K1 = 1.2
-B = 0.75
+B = 0.75  # FTS5's length normalisation; the lexical index takes another (``recall.bm25_b``)
 IDF_FLOOR = 1e-6
 CONTENT_WEIGHT, TAGS_WEIGHT, CATEGORY_WEIGHT = 1.0, 0.6, 0.4
 CHUNK = 10_000  # rows tokenised at once in ``build``: bounds the token lists' memory, costs no speed
@@ -33,13 +34,21 @@ Floats = npt.NDArray[np.float32]
 
 
 def bm25(
-    tf: Floats, length: Floats, *, documents: int, matching: int, average_length: float, repeats: int = 1
+    tf: Floats,
+    length: Floats,
+    *,
+    documents: int,
+    matching: int,
+    average_length: float,
+    repeats: int = 1,
+    b: float = B,
 ) -> Floats:
     """FTS5's bm25() contribution of one query phrase to each document: ``tf`` the weighted frequency
     and ``length`` the token count of each, ``documents`` the corpus size, ``matching`` how many hold the
-    phrase, ``repeats`` how often the query holds it (FTS5 scores every phrase of an OR, repeats too)."""
+    phrase, ``repeats`` how often the query holds it (FTS5 scores every phrase of an OR, repeats too); ``b``
+    how much a long document's length discounts its matches (0: not at all, 1: in full)."""
     weight = idf(documents, matching) * repeats
-    norm = K1 * (1.0 - B + B * length / average_length)
+    norm = K1 * (1.0 - b + b * length / average_length)
     result: Floats = (weight * tf * (K1 + 1.0) / (tf + norm)).astype(np.float32)
     return result
 

@@ -203,7 +203,8 @@ class RecallSettings(Section):
         _RECALL.uncorroborated_share,
         ge=0,
         le=1,
-        description="share of its lexical evidence a BM25 hit keeps when the embedder sees no relation",
+        description="share of its lexical evidence a BM25 hit keeps when the embedder sees no relation (more as "
+        "it sees more; all of it at full semantic evidence)",
     )
     time_weight: float = Field(
         _RECALL.time_weight,
@@ -224,6 +225,13 @@ class RecallSettings(Section):
     )
     lexical: Literal["memory", "fts"] = Field(
         _RECALL.lexical, description="BM25 candidates: memory, the in-process index; fts, the store's full-text search"
+    )
+    bm25_b: float = Field(
+        _RECALL.bm25_b,
+        ge=0,
+        le=1,
+        description="memory lexical index: BM25's length normalisation (0: a long entry's matches count in full; "
+        "FTS5 uses 0.75)",
     )
     belief_authority_weight: float = Field(
         _LONGTERM.belief_authority_weight,
