@@ -57,8 +57,7 @@ def add_all(store: Store, entries: Iterable[MemoryEntry]) -> None:
 
 
 # -- scores and rankings ---------------------------------------------------------------------------------
-def test_a_hand_computed_bm25_score(store: Store) -> None:
-    # Lengths (content + category tokens): 3, 4, 2, 2; average 2.75. "banana" is in one document of four.
+def add_four_fruits(store: Store) -> None:
     add_all(
         store,
         [
@@ -68,20 +67,17 @@ def test_a_hand_computed_bm25_score(store: Store) -> None:
             fact(4, "durian", category="fruit"),
         ],
     )
+
+
+def test_a_hand_computed_bm25_score(store: Store) -> None:
+    # Lengths (content + category tokens): 3, 4, 2, 2; average 2.75. "banana" is in one document of four.
+    add_four_fruits(store)
     assert LexicalIndex(store).search(view(), ["banana"], 10) == [(f"{1:012x}", pytest.approx(0.81692, abs=1e-5))]
 
 
 def test_length_normalisation_b_is_the_indexs_own(store: Store) -> None:
     # The same corpus as above: "apple banana" is 3 tokens long against an average of 2.75; idf(banana) 0.8473.
-    add_all(
-        store,
-        [
-            fact(1, "apple banana"),
-            fact(2, "apple apple cherry"),
-            fact(3, "cherry", category="fruit"),
-            fact(4, "durian", category="fruit"),
-        ],
-    )
+    add_four_fruits(store)
     # b 0: a document's length does not matter, so one occurrence scores exactly the idf.
     assert LexicalIndex(store, b=0.0).search(view(), ["banana"], 10)[0][1] == pytest.approx(0.84730, abs=1e-5)
     # b 0.3 (the engine's default, recall.bm25_b): 0.8473 * 2.2 / (1 + 1.2 * (0.7 + 0.3 * 3 / 2.75)).
