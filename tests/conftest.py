@@ -16,6 +16,7 @@ import pytest
 
 import reverie
 from _postgres import PgServer
+from _template import make_template, new_store_file
 from reverie.clock import FakeClock
 from reverie.storage import open_store, store_url
 from reverie.storage.base import Store
@@ -76,11 +77,18 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new, migrated SQLite store file, made once per test process; see ``_template``."""
+    return make_template(tmp_path_factory.mktemp("sqlite-template"))
+
+
 @pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
-    """A fresh, migrated store of each backend."""
+def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, sqlite_template: Path) -> Iterator[Store]:
+    """A fresh, migrated store of each backend (SQLite: a copy of the template, when made at the same moment)."""
     if request.param == "sqlite":
-        opened = open_store(store_url(tmp_path / "store.db"), now=clock.now())
+        path = new_store_file(sqlite_template, tmp_path / "store.db", clock.now())
+        opened = open_store(store_url(path), now=clock.now())
     else:
         opened = open_store(request.getfixturevalue("pg_url"), now=clock.now())
     try:
@@ -90,15 +98,17 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> I
 
 
 @pytest.fixture
-def rv(tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+def rv(tmp_path: Path, clock: FakeClock, sqlite_template: Path) -> Iterator[reverie.Reverie]:
     """An engine on a temp directory with a fake clock and the deterministic hash embedder, embedding
-    only when a test calls ``rv.embed_pending()`` (no background thread)."""
+    only when a test calls ``rv.embed_pending()`` (no background thread). Its new store is a template copy."""
+    new_store_file(sqlite_template, tmp_path / "home" / "reverie.db", clock.now())
     with reverie.open(tmp_path / "home", clock=clock, embedding={"provider": "hash", "background": False}) as engine:
         yield engine
 
 
 @pytest.fixture
-def rv_local(tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+def rv_local(tmp_path: Path, clock: FakeClock, sqlite_template: Path) -> Iterator[reverie.Reverie]:
     """An engine with the real bundled embedder (MiniLM on onnxruntime), embedding on demand."""
+    new_store_file(sqlite_template, tmp_path / "local" / "reverie.db", clock.now())
     with reverie.open(tmp_path / "local", clock=clock, embedding={"background": False}) as engine:
         yield engine

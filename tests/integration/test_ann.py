@@ -3,6 +3,7 @@ are exact cosines, and it follows edits, archives and purges made by another eng
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -78,12 +79,26 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture
-def big(tmp_path: Path, clock: FakeClock) -> Iterator[tuple[reverie.Reverie, list[str], Vectors]]:
-    """An engine whose agent holds 3,000 random unit vectors, above an ANN threshold of 1,000."""
+@pytest.fixture(scope="module")
+def big_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], Vectors]:
+    """A closed home whose agent holds 3,000 random unit vectors, filled once per module (the slow part);
+    each test gets a copy of it, so a test that edits its store changes no other test's."""
     vectors = unit_rows(np.random.default_rng(7), 3000)
-    with open_engine(tmp_path / "home", clock, threshold=1000) as rv:
+    home = tmp_path_factory.mktemp("ann-template") / "home"
+    with open_engine(home, FakeClock(), threshold=1000) as rv:
         ids = fill(rv, vectors)
+    return home, ids, vectors
+
+
+@pytest.fixture
+def big(
+    big_template: tuple[Path, list[str], Vectors], tmp_path: Path, clock: FakeClock
+) -> Iterator[tuple[reverie.Reverie, list[str], Vectors]]:
+    """An engine over a copy of the template, above an ANN threshold of 1,000; its HNSW graph is built by this
+    engine, as after a fill."""
+    template, ids, vectors = big_template
+    shutil.copytree(template, tmp_path / "home")
+    with open_engine(tmp_path / "home", clock, threshold=1000) as rv:
         wait_for_graph(graph_index(rv))
         yield rv, ids, vectors
 

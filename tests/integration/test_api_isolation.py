@@ -335,7 +335,7 @@ def test_no_request_returns_or_changes_another_agents_data(engine: reverie.Rever
         run_state_machine_as_test(
             Isolation,
             settings=settings(
-                max_examples=40,
+                max_examples=25,
                 stateful_step_count=40,
                 deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

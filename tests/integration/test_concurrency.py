@@ -18,7 +18,7 @@ import pytest
 import reverie
 
 WORKERS = Path(__file__).with_name("_workers.py")
-DURATION = 30.0  # seconds the workers run together
+DURATION = 15.0  # seconds the workers run together: thousands of contended saves and reads
 AGENTS = ("agent-alpha", "agent-beta")
 JOIN_GRACE = 90.0  # a worker may finish its last call after DURATION; well under lock_wait_seconds + this
 

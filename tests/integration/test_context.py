@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import reverie
+from _template import new_store_file
 from reverie.clock import FakeClock
 from reverie.context.builder import RECALL_HEADING, SUBAGENT_HEADING, BuiltContext, estimate_tokens
 from reverie.errors import NotFound, ValidationError
@@ -17,7 +18,8 @@ LOCKER = "My gym locker code is 4417, locker number 12 by the sauna."
 
 
 @pytest.fixture
-def rv(tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+def rv(tmp_path: Path, clock: FakeClock, sqlite_template: Path) -> Iterator[reverie.Reverie]:
+    new_store_file(sqlite_template, tmp_path / "home" / "reverie.db", clock.now())
     with reverie.open(tmp_path / "home", clock=clock, embedding={"provider": "none"}) as engine:
         yield engine
 

@@ -17,6 +17,7 @@ import pytest
 
 import reverie
 from _stance_pairs import KINDS, TABLE
+from _template import new_store_file
 from reverie.clock import FakeClock
 from reverie.core.dedup import jaccard
 from reverie.testing import ScriptedOpenAIServer
@@ -57,10 +58,14 @@ def assert_changed_belief(rv: reverie.Reverie, older_id: str, newer_id: str, *, 
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def rv_any(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+def rv_any(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, sqlite_template: Path
+) -> Iterator[reverie.Reverie]:
     options: dict[str, Any] = {"embedding": {"provider": "hash", "background": False}}
     if request.param == "postgresql":
         options["store"] = {"url": request.getfixturevalue("pg_url")}
+    else:
+        new_store_file(sqlite_template, tmp_path / "home" / "reverie.db", clock.now())
     with reverie.open(tmp_path / "home", clock=clock, **options) as engine:
         yield engine
 

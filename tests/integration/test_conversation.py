@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import reverie
+from _template import new_store_file
 from reverie import Conflict, NotFound, ValidationError
 from reverie.clock import FakeClock
 from reverie.conversation.service import ConversationMemory
@@ -41,7 +42,8 @@ def open_rv(
 
 
 @pytest.fixture
-def rv(tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+def rv(tmp_path: Path, clock: FakeClock, sqlite_template: Path) -> Iterator[reverie.Reverie]:
+    new_store_file(sqlite_template, tmp_path / "home" / "reverie.db", clock.now())
     with open_rv(tmp_path / "home", clock) as engine:
         yield engine
 

@@ -24,7 +24,7 @@ import pytest
 import reverie
 
 WORKERS = Path(__file__).with_name("_workers.py")
-ROUNDS = 20
+ROUNDS = 10  # every round is a fresh kill at a random moment on the same file; damage shows in all later rounds
 KILL_DELAY = (0.2, 1.5)  # seconds after the first reported id
 FIRST_ID_TIMEOUT = 30.0
 SCOPE = reverie.Scope(agent_id="crash-agent")

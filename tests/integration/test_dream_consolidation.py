@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import reverie
+from _template import new_store_file
 from reverie.clock import FakeClock
 from reverie.core.consolidation import MERGED_AT, MERGED_FROM, REJECTED_AT, REJECTED_CLUSTER
 from reverie.dream.passes.base import PassReport
@@ -33,7 +34,8 @@ PAUSED = Path("memory-audit") / "consolidation-paused.json"
 
 # -- harness ------------------------------------------------------------------------------------------------
 @pytest.fixture
-def rv(home: Path, clock: FakeClock, server: ScriptedOpenAIServer) -> Iterator[reverie.Reverie]:
+def rv(home: Path, clock: FakeClock, server: ScriptedOpenAIServer, sqlite_template: Path) -> Iterator[reverie.Reverie]:
+    new_store_file(sqlite_template, home / "reverie.db", clock.now())
     with open_engine(home, clock, server) as engine:
         yield engine
 

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 import reverie
+from _template import new_store_file
 from reverie import LLMError, Scope
 from reverie.cli import app
 from reverie.clock import FakeClock
@@ -66,7 +67,10 @@ def open_engine(home: Path, clock: FakeClock, server: ScriptedOpenAIServer, **me
 
 
 @pytest.fixture
-def rv(tmp_path: Path, clock: FakeClock, server: ScriptedOpenAIServer) -> Iterator[reverie.Reverie]:
+def rv(
+    tmp_path: Path, clock: FakeClock, server: ScriptedOpenAIServer, sqlite_template: Path
+) -> Iterator[reverie.Reverie]:
+    new_store_file(sqlite_template, tmp_path / "home" / "reverie.db", clock.now())
     with open_engine(tmp_path / "home", clock, server) as engine:
         yield engine
 

@@ -23,7 +23,7 @@ from reverie.types import Relation
 NAMES = ("Ana", "Bob", "Cy Lee", "Dee")
 TYPES = ("person", "company", "thing")
 RELATIONS = ("knows", "works_at", "likes", "lives_in")
-EXAMPLES = {"sqlite": 100, "postgresql": 40}
+EXAMPLES = {"sqlite": 50, "postgresql": 25}
 
 
 @st.composite

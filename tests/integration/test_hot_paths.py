@@ -22,6 +22,7 @@ from typing import Any, cast
 import pytest
 
 import reverie
+from _template import new_store_file
 from reverie import Scope
 from reverie.clock import FakeClock
 from reverie.context.builder import ContextBuilder
@@ -121,7 +122,8 @@ def _counted(rv: reverie.Reverie, **config: Any) -> tuple[_Store, ProactiveMemor
 
 
 @pytest.fixture
-def rv(tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+def rv(tmp_path: Path, clock: FakeClock, sqlite_template: Path) -> Iterator[reverie.Reverie]:
+    new_store_file(sqlite_template, tmp_path / "home" / "reverie.db", clock.now())
     engine = reverie.open(
         tmp_path / "home",
         clock=clock,

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import reverie
+from _template import new_store_file
 from reverie import Scope
 from reverie.clock import FakeClock
 from reverie.errors import ConfigError, VectorBackendError
@@ -47,7 +48,10 @@ def server() -> Iterator[LoopbackVectorServer]:
 
 
 @pytest.fixture
-def rvh(tmp_path: Path, clock: FakeClock, server: LoopbackVectorServer) -> Iterator[reverie.Reverie]:
+def rvh(
+    tmp_path: Path, clock: FakeClock, server: LoopbackVectorServer, sqlite_template: Path
+) -> Iterator[reverie.Reverie]:
+    new_store_file(sqlite_template, tmp_path / "home" / "reverie.db", clock.now())
     with reverie.open(
         tmp_path / "home", clock=clock, embedding=HASH, memory=NO_DEDUP, recall=http(server.url)
     ) as engine:

@@ -24,6 +24,7 @@ from langgraph.store.base import BaseStore, InvalidNamespaceError, PutOp, Search
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 import reverie  # noqa: E402
+from _template import new_store_file  # noqa: E402
 from reverie import Change, FakeClock, Scope, ValidationError  # noqa: E402
 from reverie.integrations.langgraph import ReverieStore, category_of, entry_id  # noqa: E402
 
@@ -42,11 +43,15 @@ CORPUS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+def engine(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, sqlite_template: Path
+) -> Iterator[reverie.Reverie]:
     """An engine on each backend, with the fake clock and the hash embedder (embedding on demand)."""
     options: dict[str, Any] = {"embedding": {"provider": "hash", "background": False}}
     if request.param == "postgresql":
         options["store"] = {"url": request.getfixturevalue("pg_url")}
+    else:
+        new_store_file(sqlite_template, tmp_path / "home" / "reverie.db", clock.now())
     with reverie.open(tmp_path / "home", clock=clock, **options) as opened:
         yield opened
 

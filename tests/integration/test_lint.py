@@ -192,8 +192,9 @@ def test_a_positive_belief_authority_weight_ranks_by_confidence(tmp_path: Path, 
         weak, strong = _office(rv)
         plain = {h.entry.id: h.score for h in rv.memory.search("office wifi password")}
         conf = rv.lint.confidences([rv.memory.get(weak), rv.memory.get(strong)], Scope())
-    # Recall alone scores the two statements alike; the eight restatements make one far more trusted.
-    assert abs(plain[weak] - plain[strong]) < 0.05
+    # Recall alone scores the two statements alike (each holds all three words; the hash embedder's similarities
+    # differ a little and weigh on the word credit); the eight restatements make one far more trusted.
+    assert abs(plain[weak] - plain[strong]) < 0.1
     assert conf[strong] > conf[weak]
     with reverie.open(tmp_path, clock=clock, embedding=embedding, recall={"belief_authority_weight": 0.8}) as rv:
         weighed = rv.memory.search("office wifi password")
@@ -201,6 +202,7 @@ def test_a_positive_belief_authority_weight_ranks_by_confidence(tmp_path: Path, 
         assert weighed[0].score == pytest.approx(plain[strong] * (0.2 + 0.8 * conf[strong]))
         assert weighed[1].score == pytest.approx(plain[weak] * (0.2 + 0.8 * conf[weak]))
         assert weighed[0].score - weighed[1].score > 0.1
+        assert weighed[0].score - weighed[1].score > abs(plain[strong] - plain[weak]) + 0.05  # confidence widened it
 
 
 # -- pin_first and include_superseded ----------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import reverie
+from _template import new_store_file
 from reverie import SaveRejection, SaveResult, Scope, ValidationError
 from reverie.clock import FakeClock
 from reverie.core.validate import OBSERVED_AT_TOLERANCE
@@ -22,9 +23,12 @@ MAY_8 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
 
 @pytest.fixture(params=BACKENDS)
-def engine(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+def engine(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, sqlite_template: Path
+) -> Iterator[reverie.Reverie]:
     options: dict[str, Any] = {"clock": clock, "embedding": {"provider": "hash", "background": False}}
     if request.param == "sqlite":
+        new_store_file(sqlite_template, tmp_path / "home" / "reverie.db", clock.now())
         rv = reverie.open(tmp_path / "home", **options)
     else:
         monkeypatch = request.getfixturevalue("monkeypatch")

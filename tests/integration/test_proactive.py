@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 import reverie
+from _template import new_store_file
 from reverie import Scope
 from reverie.cli import app
 from reverie.clock import FakeClock
@@ -68,14 +69,19 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make(backend: str, request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[Make]:
+def make(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, sqlite_template: Path
+) -> Iterator[Make]:
     """Opens an engine with the given settings (closed at the end of the test). On PostgreSQL every engine of
     a test shares the test's database: a second engine uses other ids."""
     url = request.getfixturevalue("pg_url") if backend == "postgresql" else None  # dropped after the engines
     opened: list[reverie.Reverie] = []
 
     def _make(**overrides: Any) -> reverie.Reverie:
-        engine = _open(url, request, tmp_path / f"home{len(opened)}", clock, **overrides)
+        home = tmp_path / f"home{len(opened)}"
+        if url is None and "store" not in overrides:
+            new_store_file(sqlite_template, home / "reverie.db", clock.now())
+        engine = _open(url, request, home, clock, **overrides)
         opened.append(engine)
         return engine  # type: ignore[no-any-return]
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import reverie
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 SEED_ENTRIES = [
     ("The user lives in Lisbon and drinks coffee every morning", "user-preferences/location", ["home"]),

@@ -461,7 +461,7 @@ def test_fuzz_call_never_raises_and_a_refused_call_writes_nothing() -> None:
             rv.skills.save(agent, "mcp/email", "Send mail through MCP", "Confirm the recipient, then send.")
         calls = st.sampled_from(SPECS).flatmap(lambda spec: st.tuples(st.just(spec.name), _arguments(spec, ids)))
 
-        @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(call=calls | st.tuples(st.text(max_size=12), _JSON), ctx=_CONTEXTS)
         def run(call: tuple[str, Any], ctx: ToolContext) -> None:
             name, args = call

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import reverie
+from _template import new_store_file
 from reverie.clock import FakeClock
 from reverie.embed.base import Vectors
 from reverie.errors import EmbeddingError, NotFound, ValidationError
@@ -24,7 +25,8 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def engine(home: Path, clock: FakeClock) -> Iterator[reverie.Reverie]:
+def engine(home: Path, clock: FakeClock, sqlite_template: Path) -> Iterator[reverie.Reverie]:
+    new_store_file(sqlite_template, home / "reverie.db", clock.now())
     with reverie.open(home, clock=clock, embedding={"provider": "none"}) as rv:
         yield rv
 
