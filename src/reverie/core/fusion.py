@@ -14,8 +14,7 @@ Two normalisations, one weighted mean:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
+from collections.abc import Container, Mapping
 
 
 def minmax(scores: Mapping[str, float]) -> dict[str, float]:
@@ -96,8 +95,8 @@ def semantic_evidence(similarities: Mapping[str, float], floor: float, strong: f
 def corroborated(
     lexical: Mapping[str, float],
     semantic: Mapping[str, float],
-    judged: Mapping[str, float] | AbstractSet[str],
-    unrelated: AbstractSet[str],
+    judged: Container[str],
+    unrelated: Container[str],
     share: float,
 ) -> dict[str, float]:
     """Lexical evidence credited as far as the embedder agrees with it: a BM25 hit keeps ``share`` of its
