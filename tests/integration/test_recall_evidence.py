@@ -175,3 +175,32 @@ def test_one_word_of_a_two_word_query_is_not_full_evidence(tmp_path: Path, clock
         both = rv.memory.search("Harbor deploys", mode="hybrid")
         assert both[0].entry.content.startswith("Harbor deploys")
         assert both[0].evidence is not None and both[0].evidence.lexical == pytest.approx(1.0)
+
+
+def test_weekends_seasons_and_named_weekdays_rank_what_happened_then(
+    rv_local: reverie.Reverie, clock: FakeClock
+) -> None:
+    # Each pair is one text said at two times (dedup off): only the time named in the query can tell them apart.
+    clock.set(datetime(2026, 12, 2, 9, 0, tzinfo=UTC))  # a Wednesday
+
+    def said(text: str, when: datetime | None = None, subject: str | None = None) -> str:
+        metadata = {"subjectTime": subject} if subject else None
+        return rv_local.memory.save(text, observed_at=when, metadata=metadata, dedup=False).id
+
+    hike = said("We went hiking with the kids.", datetime(2026, 11, 28, 15, 0, tzinfo=UTC))  # last Saturday
+    said("We went hiking with the kids.", datetime(2026, 10, 14, tzinfo=UTC))
+    summer = said("The family went camping by the sea.", subject="2026-08-10")
+    said("The family went camping by the sea.", subject="2026-04-02")
+    friday = said("Leo had a check-up at the dentist.", datetime(2026, 11, 27, 10, 0, tzinfo=UTC))  # last Friday
+    said("Leo had a check-up at the dentist.", datetime(2026, 11, 4, tzinfo=UTC))
+    rv_local.embed_pending()
+
+    for question, wanted in (
+        ("where did we go hiking last weekend?", hike),
+        ("where did the family go camping over the summer?", summer),
+        ("who went to the dentist last Friday?", friday),
+    ):
+        hits = rv_local.memory.search(question, mode="hybrid", limit=2)
+        assert hits[0].entry.id == wanted, question
+        assert hits[0].evidence is not None and hits[1].evidence is not None
+        assert hits[0].evidence.time > hits[1].evidence.time, question

@@ -113,3 +113,82 @@ def test_subject_time_wins_over_the_save_time_unless_the_query_asks_what_was_sai
 def test_this_may_is_a_verb_but_this_May_a_month() -> None:
     assert timeq.find_period("this may take a while", NOW) is None
     assert days("what is planned for this May") == (date(2026, 5, 1), date(2026, 6, 1))
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # Seasons: meteorological, northern hemisphere; a bare one is the latest begun by now.
+        ("what did we do in the summer", (date(2026, 6, 1), date(2026, 9, 1))),
+        ("What state did Joanna visit in summer 2021?", (date(2021, 6, 1), date(2021, 9, 1))),
+        ("in the spring of 2025", (date(2025, 3, 1), date(2025, 6, 1))),
+        ("winter 2021", (date(2021, 12, 1), date(2022, 3, 1))),
+        ("over the winter", (date(2026, 12, 1), date(2027, 3, 1))),  # we are in it
+        ("last winter", (date(2025, 12, 1), date(2026, 3, 1))),
+        ("last summer", (date(2026, 6, 1), date(2026, 9, 1))),  # the one that ended
+        ("next summer", (date(2027, 6, 1), date(2027, 9, 1))),
+        ("this spring", (date(2027, 3, 1), date(2027, 6, 1))),
+        # Weekends and named weekdays (NOW is Wednesday 2026-12-02).
+        ("what did I do at the weekend", (date(2026, 11, 28), date(2026, 11, 30))),
+        ("last weekend", (date(2026, 11, 28), date(2026, 11, 30))),
+        ("this weekend", (date(2026, 12, 5), date(2026, 12, 7))),
+        ("next weekend", (date(2026, 12, 12), date(2026, 12, 14))),
+        ("last Friday", (date(2026, 11, 27), date(2026, 11, 28))),
+        ("last Wednesday", (date(2026, 11, 25), date(2026, 11, 26))),
+        ("next Wednesday", (date(2026, 12, 9), date(2026, 12, 10))),
+        ("this Monday", (date(2026, 11, 30), date(2026, 12, 1))),
+        ("tomorrow", (date(2026, 12, 3), date(2026, 12, 4))),
+        ("what did I say last night", (date(2026, 12, 1), date(2026, 12, 2))),
+        # Quarters.
+        ("revenue in Q3", (date(2026, 7, 1), date(2026, 10, 1))),
+        ("Q1 2025", (date(2025, 1, 1), date(2025, 4, 1))),
+        ("last quarter", (date(2026, 7, 1), date(2026, 10, 1))),
+        ("next quarter", (date(2027, 1, 1), date(2027, 4, 1))),
+        # Parts of a period are read with it but do not narrow it (subject times are often when a thing was said).
+        ("what is changing at the end of the year?", (date(2026, 1, 1), date(2027, 1, 1))),
+        ("the tournament in the beginning of November 2022", (date(2022, 11, 1), date(2022, 12, 1))),
+        ("in early 2025", (date(2025, 1, 1), date(2026, 1, 1))),
+        ("during mid-2024", (date(2024, 1, 1), date(2025, 1, 1))),
+        ("late May 2023", (date(2023, 5, 1), date(2023, 6, 1))),
+        ("after the start of May 2023", (date(2023, 5, 1), None)),
+        ("before the start of 2025", (None, date(2025, 1, 1))),
+        ("since the start of the year", (date(2026, 1, 1), None)),
+        ("until the end of next month", (None, date(2027, 2, 1))),  # up to its end
+        ("after the end of May 2023", (date(2023, 6, 1), None)),
+    ],
+)
+def test_seasons_weekends_weekdays_quarters_and_parts(query: str, expected: tuple[date | None, date | None]) -> None:
+    assert days(query) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "the fall of Rome",
+        "I fall asleep early",
+        "spring boot config",
+        "What aspect of autumn does Andrew find beautiful?",  # "of" does not make a season a time
+        "payments arrive on Friday",
+        "a Q&A session",
+    ],
+)
+def test_seasons_and_weekdays_need_a_word_that_makes_them_a_time(query: str) -> None:
+    assert timeq.find_period(query, NOW) is None
+
+
+def test_a_season_stays_in_the_words_searched_other_times_leave() -> None:
+    summer = "What are Caroline's plans for the summer?"
+    period = timeq.find_period(summer, NOW)
+    assert period is not None and timeq.without(summer, period) == summer
+    weekend = "what did Dan do at the weekend?"
+    period = timeq.find_period(weekend, NOW)
+    assert period is not None and timeq.without(weekend, period).split() == ["what", "did", "Dan", "do", "?"]
+    late = "payouts were late on 2025-06-30"  # "late" is not "late June" here
+    period = timeq.find_period(late, NOW)
+    assert period is not None and period.text == "2025-06-30"
+    start = "What did Evan start one year ago?"  # "start" names a part only with "of"
+    period = timeq.find_period(start, NOW)
+    assert period is not None and period.text == "one year ago"
+    ending = "what is changing at the end of the year?"
+    period = timeq.find_period(ending, NOW)
+    assert period is not None and timeq.without(ending, period).split() == ["what", "is", "changing", "at", "?"]

@@ -6,9 +6,13 @@ entry holding "month"). An entry's time is its subject time (``metadata.subjectT
 ``subjectTimeStart``/``subjectTimeEnd`` range) and the time it was saved: either may match.
 
 Invariants:
-- Only expressions that name a time are read: a bare year or month name needs a preposition ("in 2025",
-  "during May"), since "May" is also a verb and "2025" also a count. Weekdays are not read: facts use them
-  for what recurs ("deploys on Tuesdays").
+- Only expressions that name a time are read: a bare year, month or season needs a preposition ("in 2025",
+  "during May", "over the summer"), since "May" is also a verb, "fall" a verb and "2025" also a count. A bare
+  weekday is not read (facts use them for what recurs: "deploys on Tuesdays"); "last Friday" is.
+- Seasons are the northern hemisphere's meteorological ones (spring is March to May; winter starts in
+  December). A season's words stay in the BM25 query: "plans for the summer" is also about summer.
+- "the start / beginning / end / middle of" and "early / late" / "mid-" are read with the period they
+  precede but do not narrow it ("the end of the year" is the year; see ``_narrowed``).
 - Relative expressions count from ``now`` (the caller's clock), in UTC: "last week" is the seven days
   before the start of this week (Monday), "last month" the calendar month before this one, "N days ago"
   that day.
@@ -47,6 +51,31 @@ _SAYING = re.compile(
     re.IGNORECASE,
 )
 SAVED_SHARE = 0.5
+_NAMED_DAYS: tuple[str, ...] = (
+    "today",
+    "yesterday",
+    "tomorrow",
+    "tonight",
+    "last night",
+    "this morning",
+    "this afternoon",
+)
+_NAMED_DAYS += ("this evening",)
+_NAMED_OFFSET = {"yesterday": -1, "last night": -1, "tomorrow": 1}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month; three months each
+# Not "of": "what aspect of autumn" is no time.
+_SEASON_PREP = r"(?P<prep>in|during|over|through|for|from|since|before|after|until|till|by)"
+_SEASON = r"(?P<season>" + "|".join(_SEASON_START) + r")"
+# "the end of", "early" ... just before a period: which third of it is meant.
+_PART_BEFORE = re.compile(
+    r"\b(?:(?P<lead>before|until|till|prior to|after|since)\s+)?(?:the\s+)?"
+    r"(?:(?P<part>start|beginning|end|middle)\s+of|(?P<adverb>early|late))(?:\s+the)?\s*$",
+    re.IGNORECASE,
+)
+_PART = r"(?:(?P<part>early|late|mid)[\s-]+)?"  # "in early May", "during mid-2024"
+_BEFORE = ("before", "until", "till", "prior to")
+_OPENING = ("start", "beginning", "early")  # "after the start of May" opens at May's start, "until the end" at its end
 
 # Most specific first: the first pattern to match a stretch of the query claims it.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -60,10 +89,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("ago", rf"\b{_COUNT}\s+{_UNIT}\s+ago\b"),
         ("past", rf"\b(?:the\s+)?(?:past|last)\s+{_COUNT}\s+{_UNIT}\b"),
         ("relative", r"\b(?P<which>last|this|next|past)\s+(?P<unit>week|month|year)\b"),
-        ("named_day", r"\b(?P<named>today|yesterday|tonight|this morning|this afternoon|this evening)\b"),
-        ("month", rf"\b(?:{_PREP}\s+)(?:(?P<which>last|this|next)\s+)?{_MONTH}\b"),
+        ("named_day", rf"\b(?P<named>{'|'.join(_NAMED_DAYS)})\b"),
+        ("season_year", rf"\b(?:{_SEASON_PREP}\s+)?(?:the\s+)?{_SEASON}\s+(?:of\s+)?(?P<year>(?:19|20)\d{{2}})\b"),
+        ("season", rf"\b(?:(?P<which>last|this|next|past)\s+|{_SEASON_PREP}\s+(?:the\s+)?){_SEASON}\b"),
+        ("weekend", r"\b(?:(?P<which>last|this|next|past)\s+|(?:at|over|on|during)\s+the\s+)weekend\b"),
+        ("weekday", rf"\b(?P<which>last|this|next|past)\s+(?P<weekday>{'|'.join(_WEEKDAYS)})\b"),
+        ("quarter", r"\b(?:(?P<which>last|this|next)\s+quarter|Q(?P<q>[1-4])(?:\s+(?P<year>(?:19|20)\d{2}))?)\b"),
+        ("part_unit", r"\b(?:the\s+)?(?P<part>start|beginning|end|middle)\s+of\s+the\s+(?P<unit>week|month|year)\b"),
+        ("month", rf"\b(?:{_PREP}\s+){_PART}(?:(?P<which>last|this|next)\s+)?{_MONTH}\b"),
         ("which_month", rf"\b(?P<which>last|this|next)\s+{_MONTH}\b"),
-        ("year", rf"\b(?:{_PREP}\s+)(?:the\s+year\s+)?(?P<year>(?:19|20)\d{{2}})\b"),
+        ("year", rf"\b(?:{_PREP}\s+){_PART}(?:the\s+year\s+)?(?P<year>(?:19|20)\d{{2}})\b"),
     )
 )
 
@@ -96,10 +131,36 @@ def find_period(query: str, now: datetime) -> Period | None:
             bounds = _bounds(kind, match, now.astimezone(UTC))
             if bounds is None:
                 continue
-            start, end = _lead(match, *bounds)
-            return Period(start, end, (match.span(),), match.group(0))
+            start, end, first = _narrowed(query, match, bounds)
+            # A season's words stay in the BM25 query ("plans for the summer" is also about summer).
+            spans = () if kind.startswith("season") else ((first, match.end()),)
+            return Period(start, end, spans, query[first : match.end()])
         taken.extend(m.span() for m in pattern.finditer(query))
     return None
+
+
+def _narrowed(
+    query: str, match: re.Match[str], bounds: tuple[datetime, datetime]
+) -> tuple[datetime | None, datetime | None, int]:
+    """``bounds`` opened by a leading before/after/since, with where the words naming the period start.
+
+    A part word in or just before the match ("the end of", "early") joins those words but does not narrow
+    the period: an entry's subject time is often when it was said rather than when it happened (LoCoMo's
+    "working on in the beginning of January" was said on the 23rd), so a third of a month is too fine. With
+    a lead it picks the side: "until the end of May" runs to May's end, "since the start of the year" from
+    its start."""
+    part, lead, first = match.groupdict().get("part"), _lead_word(match), match.start()
+    # "the start of 2025": the year's pattern took "of" as its preposition.
+    said = query[:first] + ("of" if match.group(0).lower().startswith("of ") else "")
+    before = _PART_BEFORE.search(said) if part is None else None
+    if before is not None:
+        part, lead, first = before.group("part") or before.group("adverb"), before.group("lead") or lead, before.start()
+    start, end = bounds
+    if part is not None and lead.lower() in _BEFORE and part.lower() not in _OPENING:
+        start = end  # "before the end of May": up to May's end
+    elif part is not None and lead.lower() in ("after", "since") and part.lower() in _OPENING:
+        end = start  # "after the start of May": from May's start
+    return (*_lead(lead, start, end), first)
 
 
 def without(query: str, period: Period) -> str:
@@ -185,8 +246,10 @@ def _bounds(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datet
         year = int(groups["year"])
         return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
     today = datetime(now.year, now.month, now.day, tzinfo=UTC)
+    if kind in _AROUND_TODAY:
+        return _AROUND_TODAY[kind](groups, today)
     if kind == "named_day":
-        first = today - timedelta(days=1) if groups["named"].lower() == "yesterday" else today
+        first = today + timedelta(days=_NAMED_OFFSET.get(" ".join(groups["named"].lower().split()), 0))
         return first, first + timedelta(days=1)
     if kind in ("ago", "past"):
         unit = _UNIT_DAYS[groups["unit"].lower()]
@@ -196,6 +259,78 @@ def _bounds(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datet
         centre = today - timedelta(days=days)  # "two weeks ago": the week around that day
         return centre - timedelta(days=unit // 2), centre + timedelta(days=unit - unit // 2 or 1)
     return _relative(groups["which"].lower(), groups["unit"].lower(), today)
+
+
+def _season(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetime]:
+    """A season with a year ("summer 2021": June to August; "winter 2021": December 2021 to February 2022), or
+    placed by "last/this/next" or, bare, as the latest one begun by now (in a season: that one)."""
+    first = _SEASON_START[groups["season"].lower()]
+    if groups.get("year"):
+        year = int(groups["year"])
+    else:
+        # The latest start of this season not after today, then stepped by "last" / "next".
+        year = today.year if _month_start(today.year, first) <= today else today.year - 1
+        which = (groups.get("which") or "").lower()
+        current = today < _month_start(year, first + 3)
+        if which in ("last", "past") and current:
+            year -= 1
+        elif which == "next" or (which == "this" and not current and first != 12):
+            year += 1
+    return _month_start(year, first), _month_start(year, first + 3)
+
+
+def _weekend(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetime]:
+    """Saturday and Sunday: "this weekend" of this week (Monday first), "last" the one before it, "next" the
+    one after; "at the weekend" the latest one begun by now."""
+    saturday = today - timedelta(days=today.weekday()) + timedelta(days=5)
+    which = (groups.get("which") or "").lower()
+    if which in ("last", "past") or (not which and saturday > today):
+        saturday -= timedelta(weeks=1)
+    elif which == "next":
+        saturday += timedelta(weeks=1)
+    return saturday, saturday + timedelta(days=2)
+
+
+def _weekday(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetime]:
+    """ "last Friday": the latest Friday before today; "next Friday": the first after today; "this Friday": the
+    one of this week (Monday first)."""
+    wanted = _WEEKDAYS.index(groups["weekday"].lower())
+    which = groups["which"].lower()
+    if which == "this":
+        day = today - timedelta(days=today.weekday() - wanted)
+    elif which == "next":
+        day = today + timedelta(days=(wanted - today.weekday() - 1) % 7 + 1)
+    else:
+        day = today - timedelta(days=(today.weekday() - wanted - 1) % 7 + 1)
+    return day, day + timedelta(days=1)
+
+
+def _quarter(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetime]:
+    """Q1-Q4 of a year (without one: the latest begun by now), or "last/this/next quarter"."""
+    current = (today.month - 1) // 3
+    if groups.get("which"):
+        index = today.year * 4 + current + {"last": -1, "this": 0, "next": 1}[groups["which"].lower()]
+    else:
+        number = int(groups["q"]) - 1
+        year = int(groups["year"]) if groups.get("year") else today.year - (number > current)
+        index = year * 4 + number
+    start = _month_start(index // 4, index % 4 * 3 + 1)
+    return start, _month_start(start.year, start.month + 3)
+
+
+def _part_unit(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetime]:
+    """ "the end of the year": this year (narrowed to its third by ``find_period``)."""
+    return _relative("this", groups["unit"].lower(), today)
+
+
+_AROUND_TODAY = {
+    "season": _season,
+    "season_year": _season,
+    "weekend": _weekend,
+    "weekday": _weekday,
+    "quarter": _quarter,
+    "part_unit": _part_unit,
+}
 
 
 _CALENDAR = ("iso_day", "iso_month", "day_month_year", "month_day_year", "month_year", "month", "which_month")
@@ -246,10 +381,14 @@ def _count(text: str) -> int:
     return int(lowered) if lowered.isdigit() else _NUMBERS.get(lowered, 1)
 
 
-def _lead(m: re.Match[str], start: datetime, end: datetime) -> tuple[datetime | None, datetime | None]:
+def _lead_word(m: re.Match[str]) -> str:
     groups = m.groupdict()
-    lead = (groups.get("lead") or groups.get("prep") or "").lower()
-    if lead in ("before", "until", "till", "prior to"):
+    return groups.get("lead") or groups.get("prep") or ""
+
+
+def _lead(lead: str, start: datetime, end: datetime) -> tuple[datetime | None, datetime | None]:
+    lead = lead.lower()
+    if lead in _BEFORE:
         return None, start
     if lead == "after":
         return end, None
