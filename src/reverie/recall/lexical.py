@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reverie.recall.postings import B, Floats, Ints, Postings, bm25, build, idf, weighted_terms
+from reverie.recall.typos import edits_allowed, may_be_typo
 from reverie.storage.base import FactFilter, Store, TextRow, TextSnapshot
 
 NO_CODE = -1  # user_id / session_id NULL: the entry is visible to every user / session of the agent
@@ -70,6 +71,8 @@ class _AgentIndex:
         self.session: Ints = np.zeros(0, dtype=np.int32)
         self.category: Ints = np.zeros(0, dtype=np.int32)
         self.narrowed = 0  # rows ever added with a user or session id: none means every row is agent-wide
+        self._words: list[str] = []  # the indexed words, for reading a misspelt query word (``nearest_word``)
+        self._words_seen = 0
 
     # -- building -------------------------------------------------------------------------------------
     def load(self, snapshot: TextSnapshot) -> None:
@@ -206,6 +209,21 @@ class _AgentIndex:
         values: npt.NDArray[np.float64] = np.asarray(summed[candidates], dtype=np.float64)  # float64 already: no copy
         return candidates, values
 
+    def nearest_word(self, term: str) -> str | None:
+        """The live indexed word ``term`` (one no live row holds) most likely misspells: the fewest edits
+        within ``edits_allowed``, then the most rows; None when none is that near."""
+        allowed = edits_allowed(term)
+        if allowed == 0:
+            return None
+        if self._words_seen != len(self.terms):  # new words since the last look: refresh the list
+            self._words, self._words_seen = list(self.terms), len(self.terms)
+        from rapidfuzz import process  # on the first misspelt word only: start-up stays fast
+        from rapidfuzz.distance import OSA
+
+        near = process.extract(term, self._words, scorer=OSA.distance, score_cutoff=allowed, limit=None)
+        ranked = sorted(((edits, -self.matching(word), word) for word, edits, _ in near if word != term))
+        return next((word for _, rows, word in ranked if rows < 0), None)
+
     def matching(self, term: str) -> int:
         """How many live rows hold ``term``."""
         postings = self.terms.get(term)
@@ -278,6 +296,17 @@ class LexicalIndex:
             raise ValueError("the lexical index holds no archived entries; search the store instead")
         with self._lock:
             return self._current(flt.scope.agent_id).top(flt, terms, k, self.b)
+
+    def corrected(self, agent_id: str, terms: Sequence[str], written: Sequence[str]) -> list[str]:
+        """``terms`` (index words) with each one no live entry of the agent holds, and whose ``written`` form
+        (the query word, lower case) ``typos.may_be_typo``, replaced by the indexed word it most likely
+        misspells (``_AgentIndex.nearest_word``: "swiming" is read as "swimming"); kept when none is near."""
+        with self._lock:
+            index = self._current(agent_id)
+            return [
+                term if index.matching(term) or not may_be_typo(said) else index.nearest_word(term) or term
+                for term, said in zip(terms, written, strict=True)
+            ]
 
     def ideal(self, agent_id: str, terms: Sequence[str]) -> float:
         """The BM25 score of an average-length entry holding each of ``terms`` once: the sum of their idfs

@@ -233,6 +233,11 @@ class RecallSettings(Section):
         description="memory lexical index: BM25's length normalisation (0: a long entry's matches count in full; "
         "FTS5 uses 0.75)",
     )
+    typo_tolerance: bool = Field(
+        _RECALL.typo_tolerance,
+        description="memory lexical index: read a query word no entry holds as the indexed word it most likely "
+        "misspells (one edit up to seven letters, two from eight; none under four letters or with digits)",
+    )
     belief_authority_weight: float = Field(
         _LONGTERM.belief_authority_weight,
         ge=0,

@@ -1,0 +1,72 @@
+"""Misspelt query words: the in-memory index reads a word no entry holds, and no English word, as the indexed
+word it most likely misspells; real words the memory lacks stay as they are (real SQLite, real MiniLM)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import reverie
+from reverie.clock import FakeClock
+from reverie.core.text import query_terms
+from reverie.core.tokens import word
+
+FACTS = (
+    "My daughter Mia has swimming lessons on Saturday mornings at 9.",
+    "Priya is allergic to peanuts and carries an EpiPen.",
+    "The Kubernetes clusters were upgraded to version 1.31 in February.",
+    "Dan writes code in Neovim with the LazyVim setup.",
+    "Dan calls his mother every Sunday around 6 pm.",
+)
+
+
+@pytest.fixture
+def engine(rv_local: reverie.Reverie) -> reverie.Reverie:
+    for content in FACTS:
+        rv_local.memory.save(content, dedup=False)
+    rv_local.embed_pending()
+    return rv_local
+
+
+def corrected(rv: reverie.Reverie, query: str) -> list[str]:
+    written = query_terms(query)
+    assert rv.recall.lexical is not None
+    return rv.recall.lexical.corrected("default", [word(w) for w in written], written)
+
+
+def test_a_misspelt_word_is_read_as_the_indexed_word_it_misspells(engine: reverie.Reverie) -> None:
+    assert corrected(engine, "swiming lesons") == [word("swimming"), word("lessons")]
+    assert corrected(engine, "Priya alergic") == ["priya", word("allergic")]
+    assert corrected(engine, "kubernets clsuter") == [word("kubernetes"), word("clusters")]  # two edits from 8
+
+
+def test_a_real_word_the_memory_lacks_stays_as_written(engine: reverie.Reverie) -> None:
+    # "tall" is one edit from "call(s)", "mothers" is an English word: neither is a typo.
+    assert corrected(engine, "how tall is Mount Everest") == ["tall", "mount", word("everest")]
+    assert list(engine.memory.search("how tall is Mount Everest", mode="hybrid")) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "fact"),
+    [
+        ("swiming lesons", 0),
+        ("what is Priya alergic to", 1),
+        ("neovm setup", 3),
+        ("when were the clsuters upgraded", 2),
+    ],
+)
+def test_a_search_with_a_typo_finds_the_fact(engine: reverie.Reverie, query: str, fact: int) -> None:
+    hits = engine.memory.search(query, mode="hybrid")
+    assert hits and hits[0].entry.content == FACTS[fact], query
+    assert "bm25" in hits[0].matched_by
+
+
+def test_typo_tolerance_off_reads_words_as_written(tmp_path: Path, clock: FakeClock) -> None:
+    with reverie.open(tmp_path, clock=clock, embedding={"background": False}, recall={"typo_tolerance": False}) as rv:
+        for content in FACTS:
+            rv.memory.save(content, dedup=False)
+        rv.embed_pending()
+        assert [h.entry.content for h in rv.memory.search("swiming lesons", mode="bm25")] == []
+    with reverie.open(tmp_path, clock=clock, embedding={"background": False}) as rv:
+        assert [h.entry.content for h in rv.memory.search("swiming lesons", mode="bm25")] == [FACTS[0]]
