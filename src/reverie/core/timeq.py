@@ -67,7 +67,7 @@ _SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
 # Not "of": "what aspect of autumn" is no time.
 _SEASON_PREP = r"(?P<prep>in|during|over|through|for|from|since|before|after|until|till|by)"
 _SEASON = r"(?P<season>" + "|".join(_SEASON_START) + r")"
-# "the end of", "early" ... just before a period: which third of it is meant.
+# "the end of", "early" ... just before a period: read with it (``_narrowed``), with a before/after/since ahead.
 _PART_BEFORE = re.compile(
     r"\b(?:(?P<lead>before|until|till|prior to|after|since)\s+)?(?:the\s+)?"
     r"(?:(?P<part>start|beginning|end|middle)\s+of|(?P<adverb>early|late))(?:\s+the)?\s*$",
@@ -319,7 +319,7 @@ def _quarter(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetim
 
 
 def _part_unit(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetime]:
-    """ "the end of the year": this year (narrowed to its third by ``find_period``)."""
+    """ "the end of the year": this year (the part word picks a side only beside before/after: ``_narrowed``)."""
     return _relative("this", groups["unit"].lower(), today)
 
 

@@ -1,4 +1,4 @@
-"""Reading a misspelt query word: which words may be typos, and how far from the word meant. Pure.
+"""Reading a misspelt query word: which words may be typos, and how far from the word meant.
 
 A query word is read as a typo only when no entry holds it AND it is not an English word: "swiming" is a
 typo of the memory's "swimming", but "tall" in "how tall is Mount Everest" is a word the memory simply
