@@ -11,6 +11,7 @@ import reverie
 from reverie.clock import FakeClock
 from reverie.core.text import query_terms
 from reverie.core.tokens import word
+from reverie.storage.base import FactFilter
 
 FACTS = (
     "My daughter Mia has swimming lessons on Saturday mornings at 9.",
@@ -32,7 +33,8 @@ def engine(rv_local: reverie.Reverie) -> reverie.Reverie:
 def corrected(rv: reverie.Reverie, query: str) -> list[str]:
     written = query_terms(query)
     assert rv.recall.lexical is not None
-    return rv.recall.lexical.corrected("default", [word(w) for w in written], written)
+    flt = FactFilter(scope=reverie.Scope(agent_id="default"), now=rv.clock.now())
+    return rv.recall.lexical.search_corrected(flt, [word(w) for w in written], written, 10)[0]
 
 
 def test_a_misspelt_word_is_read_as_the_indexed_word_it_misspells(engine: reverie.Reverie) -> None:

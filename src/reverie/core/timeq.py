@@ -12,7 +12,7 @@ Invariants:
 - Seasons are the northern hemisphere's meteorological ones (spring is March to May; winter starts in
   December). A season's words stay in the BM25 query: "plans for the summer" is also about summer.
 - "the start / beginning / end / middle of" and "early / late" / "mid-" are read with the period they
-  precede but do not narrow it ("the end of the year" is the year; see ``_narrowed``).
+  precede but do not narrow it ("the end of the year" is the year; see ``_sided``).
 - Relative expressions count from ``now`` (the caller's clock), in UTC: "last week" is the seven days
   before the start of this week (Monday), "last month" the calendar month before this one, "N days ago"
   that day.
@@ -51,7 +51,7 @@ _SAYING = re.compile(
     re.IGNORECASE,
 )
 SAVED_SHARE = 0.5
-_NAMED_DAYS: tuple[str, ...] = (
+_NAMED_DAYS = (
     "today",
     "yesterday",
     "tomorrow",
@@ -59,15 +59,15 @@ _NAMED_DAYS: tuple[str, ...] = (
     "last night",
     "this morning",
     "this afternoon",
+    "this evening",
 )
-_NAMED_DAYS += ("this evening",)
 _NAMED_OFFSET = {"yesterday": -1, "last night": -1, "tomorrow": 1}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month; three months each
 # Not "of": "what aspect of autumn" is no time.
 _SEASON_PREP = r"(?P<prep>in|during|over|through|for|from|since|before|after|until|till|by)"
 _SEASON = r"(?P<season>" + "|".join(_SEASON_START) + r")"
-# "the end of", "early" ... just before a period: read with it (``_narrowed``), with a before/after/since ahead.
+# "the end of", "early" ... just before a period: read with it (``_sided``), with a before/after/since ahead.
 _PART_BEFORE = re.compile(
     r"\b(?:(?P<lead>before|until|till|prior to|after|since)\s+)?(?:the\s+)?"
     r"(?:(?P<part>start|beginning|end|middle)\s+of|(?P<adverb>early|late))(?:\s+the)?\s*$",
@@ -131,7 +131,7 @@ def find_period(query: str, now: datetime) -> Period | None:
             bounds = _bounds(kind, match, now.astimezone(UTC))
             if bounds is None:
                 continue
-            start, end, first = _narrowed(query, match, bounds)
+            start, end, first = _sided(query, match, bounds)
             # A season's words stay in the BM25 query ("plans for the summer" is also about summer).
             spans = () if kind.startswith("season") else ((first, match.end()),)
             return Period(start, end, spans, query[first : match.end()])
@@ -139,7 +139,7 @@ def find_period(query: str, now: datetime) -> Period | None:
     return None
 
 
-def _narrowed(
+def _sided(
     query: str, match: re.Match[str], bounds: tuple[datetime, datetime]
 ) -> tuple[datetime | None, datetime | None, int]:
     """``bounds`` opened by a leading before/after/since, with where the words naming the period start.
@@ -319,7 +319,7 @@ def _quarter(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetim
 
 
 def _part_unit(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetime]:
-    """ "the end of the year": this year (the part word picks a side only beside before/after: ``_narrowed``)."""
+    """ "the end of the year": this year (the part word picks a side only beside before/after: ``_sided``)."""
     return _relative("this", groups["unit"].lower(), today)
 
 

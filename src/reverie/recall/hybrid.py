@@ -100,7 +100,8 @@ class RecallConfig:
     # (LoCoMo turn@10 0.759 -> 0.769 at 0.3, flat from 0 to 0.3; docs/adr/0012). The "fts" source keeps its own.
     bm25_b: float = 0.3
     # The in-memory index reads a query word no entry holds as the indexed word it most likely misspells
-    # ("swiming lesons" finds "swimming lessons"; ``LexicalIndex.corrected``). The "fts" source reads words as given.
+    # ("swiming lesons" finds "swimming lessons"; ``LexicalIndex.search_corrected``). The "fts" source reads
+    # words as given.
     typo_tolerance: bool = True
     # Fetch the vector signal (query embedding, nearest neighbours, hydration) on a worker thread while this
     # thread fetches the BM25 one: the slow parts (the model, numpy, the database) release the GIL, so a
@@ -378,9 +379,11 @@ class HybridSearch:
             return ([] if match is None else list(self._store.facts.search(match, flt, depth))), None
         written = text.query_terms(query)
         terms = [tokens.word(term) for term in written]  # tokens.search_terms, keeping the words as written
+        fetch = int(depth * LEXICAL_OVERFETCH) + 1
         if self.config.typo_tolerance:
-            terms = self.lexical.corrected(flt.scope.agent_id, terms, written)
-        found = self.lexical.search(flt, terms, int(depth * LEXICAL_OVERFETCH) + 1)
+            terms, found = self.lexical.search_corrected(flt, terms, written, fetch)
+        else:
+            found = self.lexical.search(flt, terms, fetch)
         passed = {row.id: row for row in self._store.facts.candidates([i for i, _ in found], flt)}
         kept: list[tuple[Ranked, float]] = [(passed[i], score) for i, score in found if i in passed]
         # The store's order: score, then the most recently reinforced (the index knows no last_seen_at).

@@ -297,16 +297,23 @@ class LexicalIndex:
         with self._lock:
             return self._current(flt.scope.agent_id).top(flt, terms, k, self.b)
 
-    def corrected(self, agent_id: str, terms: Sequence[str], written: Sequence[str]) -> list[str]:
-        """``terms`` (index words) with each one no live entry of the agent holds, and whose ``written`` form
-        (the query word, lower case) ``typos.may_be_typo``, replaced by the indexed word it most likely
-        misspells (``_AgentIndex.nearest_word``: "swiming" is read as "swimming"); kept when none is near."""
+    def search_corrected(
+        self, flt: FactFilter, terms: Sequence[str], written: Sequence[str], k: int
+    ) -> tuple[list[str], list[tuple[str, float]]]:
+        """``search`` after reading misspellings: each of ``terms`` (index words) that no live entry of the agent
+        holds, and whose ``written`` form (the query word, lower case) ``typos.may_be_typo``, is replaced by the
+        indexed word it most likely misspells (``_AgentIndex.nearest_word``: "swiming" is read as "swimming"),
+        or kept when none is near. Returns the terms searched and the hits; one catch-up with the store serves
+        both."""
+        if not self.supports(flt):
+            raise ValueError("the lexical index holds no archived entries; search the store instead")
         with self._lock:
-            index = self._current(agent_id)
-            return [
+            index = self._current(flt.scope.agent_id)
+            searched = [
                 term if index.matching(term) or not may_be_typo(said) else index.nearest_word(term) or term
                 for term, said in zip(terms, written, strict=True)
             ]
+            return searched, index.top(flt, searched, k, self.b)
 
     def ideal(self, agent_id: str, terms: Sequence[str]) -> float:
         """The BM25 score of an average-length entry holding each of ``terms`` once: the sum of their idfs
