@@ -6,6 +6,7 @@ the Bearer challenge OAuth clients read on MCP's 401 and 403."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -112,6 +113,31 @@ def test_rest_errors_have_one_shape(origin: str, keys: Keys) -> None:
             assert response.status_code == status, response.text
             body = response.json()
             assert set(body) == ERROR_FIELDS and body["error"] == kind, body
+
+
+def test_a_query_parameter_the_route_does_not_take_is_refused_not_ignored(origin: str, keys: Keys) -> None:
+    """``?q=`` for ``?query=`` used to browse every entry as if nothing had been asked: now a 422 naming the
+    parameter and what the route takes, on every GET route of the schema, while the parameters a route does
+    take (its own and its dependencies', like ``user_id``) still pass."""
+    with client(origin, keys.admin) as admin:
+        admin.post(memory("a", "/entries"), json={"content": "the kettle at work is broken"})
+        guessed = admin.get(memory("a", "/search"), params={"q": "kettle"})
+        assert guessed.status_code == 422, guessed.text
+        body = guessed.json()
+        assert body["field"] == "q" and "query" in body["message"] and "limit" in body["message"], body
+        fine = admin.get(memory("a", "/search"), params={"query": "kettle", "limit": 3, "user_id": "u1"})
+        assert fine.status_code == 200 and len(fine.json()["hits"]) == 1, fine.text
+        schema = admin.get("/openapi.json").json()
+        checked = 0
+        for path, operations in schema["paths"].items():
+            if "get" not in operations or not path.startswith("/api/"):
+                continue
+            concrete = re.sub(r"\{agent_id\}", "a", re.sub(r"\{[a-z_]+\}", "x1", path))
+            response = admin.get(concrete, params={"no_such_parameter": "1"})
+            assert response.status_code == 422, (path, response.text)
+            assert response.json()["field"] == "no_such_parameter", (path, response.text)
+            checked += 1
+        assert checked >= 20, checked
 
 
 @pytest.mark.parametrize("error", [kind for kind, _ in ERROR_KINDS] + [StorageError, ConfigError])

@@ -22,6 +22,7 @@ from reverie import __version__
 from reverie.api import console, errors
 from reverie.api.auth import PUBLIC_PATHS, Authenticate, LoopbackGuard, user_access
 from reverie.api.limits import BodyLimit
+from reverie.api.params import known_query
 from reverie.api.routes_dream import DreamRunner
 from reverie.api.routes_dream import router as dream_router
 from reverie.api.routes_graph import router as graph_router
@@ -85,7 +86,9 @@ def create_app(
         redoc_url=None,
         docs_url=None,  # the console serves /docs from bundled assets (FastAPI's own page loads a CDN)
         default_response_class=errors.AsciiJSONResponse,
-        dependencies=[Depends(user_access)],  # a user named in a path or query: the key must be bound to it
+        # A user named in a path or query: the key must be bound to it; a query parameter the route does not
+        # take is refused rather than ignored.
+        dependencies=[Depends(user_access), Depends(known_query)],
     )
     app.state.rv = rv
     app.state.tools = ToolRegistry(rv)
