@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import reverie
+from _correction_pairs import CORRECTIONS, TWINS
 from _stance_pairs import KINDS, TABLE
 from _template import new_store_file
 from reverie.clock import FakeClock
@@ -204,6 +205,47 @@ def test_the_semantic_fold_supersedes_instead_of_folding(
         assert rv.memory.get(new.id).current and not rv.memory.get(new.id).fold_pending  # not folded away
         assert_changed_belief(rv, old.id, new.id, query=first)
         assert rv.memory.get(old.id).metadata["contradiction"]["kind"] == kind
+
+
+# Corrections as people say them (one of each cue), and the same shapes about something else.
+SAID_CORRECTIONS = [
+    c
+    for c in CORRECTIONS
+    if c[1].startswith(("Actually, Dan's", "No, the deploy", "Correction: Maya", "The rent went"))
+]
+SAID_TWINS = [t for t in TWINS if t[1].startswith(("Dan's eye test", "Lantern deploys", "Lucy's flat"))]
+
+
+def _said_later(rv: reverie.Reverie, clock: FakeClock, first: str, second: str) -> tuple[str, str]:
+    """``first`` saved and embedded, two days later ``second``: both ids."""
+    old = rv.memory.save(first)
+    rv.embed_pending()
+    clock.advance(timedelta(days=2))
+    new = rv.memory.save(second)
+    rv.embed_pending()
+    return old.id, new.id
+
+
+@pytest.mark.parametrize(("first", "second", "query"), SAID_CORRECTIONS, ids=[c[1][:24] for c in SAID_CORRECTIONS])
+def test_a_correction_that_says_so_supersedes(
+    tmp_path: Path, clock: FakeClock, first: str, second: str, query: str
+) -> None:
+    """Before the correction cues (a value taken back by name, an opening "No,", "Correction:", "went up to")
+    each of these was saved as a new fact beside the old one, and a search ranked the old value first."""
+    with reverie.open(tmp_path, clock=clock, embedding={"background": False}) as rv:
+        old_id, new_id = _said_later(rv, clock, first, second)
+        assert_changed_belief(rv, old_id, new_id, query=query)
+        assert rv.memory.get(old_id).metadata["contradiction"]["kind"] == "value"
+
+
+@pytest.mark.parametrize(("first", "second"), SAID_TWINS, ids=[t[1][:24] for t in SAID_TWINS])
+def test_a_value_taken_back_about_something_else_supersedes_nothing(
+    tmp_path: Path, clock: FakeClock, first: str, second: str
+) -> None:
+    with reverie.open(tmp_path, clock=clock, embedding={"background": False}) as rv:
+        old_id, new_id = _said_later(rv, clock, first, second)
+        assert rv.memory.get(old_id).current and rv.memory.get(new_id).current
+        assert rv.memory.get(new_id).content == second
 
 
 def test_the_semantic_fold_still_folds_a_paraphrase_of_the_same_stance(tmp_path: Path, clock: FakeClock) -> None:

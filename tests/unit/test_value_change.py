@@ -4,6 +4,8 @@ belief when the new text says so ("now", "switched") or only one value can hold 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from reverie.core.coverage import DEFAULT_VOCABULARY
@@ -110,3 +112,58 @@ def test_the_markers_are_vocabulary_a_file_can_extend() -> None:
     assert stance_difference("Ana vive en Lisboa.", "Ana tambien vive en Oporto ahora.", vocabulary) is None
     with pytest.raises(ValueError, match="changeMarkers"):
         parse_stance_vocabulary('{"changeMarkers": "now"}')
+
+
+# A correction says so: it names the value it takes back ("not Tuesday"), opens with "No," or a word of
+# correction ("Correction:", "Sorry, I was wrong"), or says how a quantity moved ("went up to", "raised").
+CORRECTIONS = [
+    (
+        "Dan's dentist appointment is on Tuesday at 3pm.",
+        "Actually, Dan's dentist appointment is on Thursday, not Tuesday.",
+        ("tuesday",),
+    ),
+    ("We use Jenkins for CI.", "We use GitHub Actions instead of Jenkins for CI.", ("jenkins",)),
+    ("The deploy freeze starts on 15 December.", "No, the deploy freeze starts on 18 December.", ("15",)),
+    ("Maya's flight lands at 6pm on Friday.", "Correction: Maya's flight lands at 8pm on Friday.", ("6pm",)),
+    ("Priya's birthday is on 12 March.", "Sorry, I was wrong: Priya's birthday is on 21 March.", ("12",)),
+    ("The rent is £1,200 a month.", "The rent went up to £1,350 a month.", ("200",)),
+    (
+        "The API rate limit is 100 requests per minute.",
+        "We raised the API rate limit to 500 requests per minute.",
+        ("100",),
+    ),
+]
+NOT_CORRECTIONS = [
+    # Another thing named, a value taken back: its own fact ("eye test" is not the dentist appointment).
+    ("Dan's dentist appointment is on 4 March.", "Dan's eye test is on 6 March, not 4 March."),
+    ("Harbor deploys on Tuesdays.", "Lantern deploys on Thursdays, not Tuesdays."),
+    # The statement itself negated: a negation, not a value.
+    ("Priya is allergic to peanuts.", "Priya isn't allergic to peanuts at all."),
+    # "No" inside a statement still negates; only an opening "No," is an answer.
+    ("Dan takes sugar in his tea.", "Dan takes no sugar in his tea."),
+]
+
+
+@pytest.mark.parametrize(("first", "second", "old"), CORRECTIONS)
+def test_a_correction_that_says_so_replaces_the_value(first: str, second: str, old: tuple[str, ...]) -> None:
+    found = stance_difference(first, second)
+    assert found is not None and found.kind == "value", found
+    assert set(old) <= set(found.first), found
+    if "not" in second or "instead" in second:  # a value taken back by name is read either way round
+        assert stance_difference(second, first) is not None
+    decision = decide(first, second, category="people", vocabulary=DEFAULT_VOCABULARY)
+    assert decision.verdict is Verdict.CONTRADICT, decision
+
+
+@pytest.mark.parametrize(("first", "second"), NOT_CORRECTIONS)
+def test_a_value_taken_back_about_something_else_or_a_plain_negation_is_no_correction(first: str, second: str) -> None:
+    found = stance_difference(first, second)
+    assert found is None or found.kind != "value", found
+
+
+def test_an_opening_no_is_read_as_a_correction_only_when_the_vocabulary_says_so() -> None:
+    first, second = "The deploy freeze starts on 15 December.", "No, the deploy freeze starts on 18 December."
+    assert stance_difference(first, second) is not None and stance_difference(first, second).kind == "value"  # type: ignore[union-attr]
+    bare = parse_stance_vocabulary(json.dumps({"negations": ["no"], "changeMarkers": ["correction"]}))
+    found = stance_difference(first, second, bare)
+    assert found is not None and found.kind == "negation"  # without correctionInterjections: a negation

@@ -13,6 +13,10 @@ and the dream's merge coverage check) asks ``stance_difference`` as well. Two te
   other text the reverse;
 - **order**: a comparison or a move flips ("tabs over spaces" / "spaces over tabs", "A rather than B",
   "from Lisbon to Porto" / "from Porto to Lisbon");
+- **value**: the statement's value is replaced and the new text says it replaces ("now", "switched",
+  "correction", "went up to"; an opening "No," reads as one) or only one value can hold ("favourite"); or
+  the new text takes the old value back by name ("on Thursday, not Tuesday", "instead of Jenkins"), saying the
+  statement's frame again (``_retracted``);
 - **time**: the time reference moves (this week / last week, now / previously, used to, will / was): the
   texts' time classes differ by a past or future one. Adding only a present marker ("is", "now") is not a
   move.
@@ -251,14 +255,73 @@ def stance_difference(
     """How ``b`` differs in stance from ``a`` (see the module docstring), or None when it does not."""
     if same_text(a, b):
         return None
-    left, right = _tokens(a, vocabulary), _tokens(b, vocabulary)
+    left, right = (
+        _tokens(_interjection_read(a, vocabulary), vocabulary),
+        _tokens(_interjection_read(b, vocabulary), vocabulary),
+    )
     return (
-        _negation_difference(left, right, vocabulary)
+        _retraction_difference(left, right, vocabulary)  # before negation: "Thursday, not Tuesday" corrects a value
+        or _negation_difference(left, right, vocabulary)
         or _antonym_difference(left, right, vocabulary)
         or _order_difference(left, right, vocabulary, STOPWORDS)
         or _value_difference(left, right, vocabulary)  # before time: "… at 11:15 from now on" replaced a value
         or _time_difference(left, right, vocabulary)
     )
+
+
+_OPENING = re.compile(r"^\s*([^\W\d_]+)\s*[,;:!.\u2013\u2014-]+\s*(?=\w)", re.UNICODE)
+CORRECTION_MARKER = "correction"  # what an opening interjection is read as: a change marker (stance-en.json)
+
+
+def _interjection_read(text: str, vocabulary: StanceVocabulary) -> str:
+    """``text`` with an opening correction interjection ("No, the freeze starts on the 18th") read as the
+    correction it announces: it negates nothing of the statement that follows."""
+    match = _OPENING.match(text)
+    if match is None or match.group(1).lower() not in vocabulary.correction_interjections:
+        return text
+    return f"{CORRECTION_MARKER} {text[match.end() :]}"
+
+
+def _retracted(left: Sequence[str], right: Sequence[str], vocabulary: StanceVocabulary) -> str | None:
+    """A content word ``left`` asserts and ``right`` takes back by name ("…, not Tuesday", "instead of
+    Jenkins"), while ``right`` puts a word of its own in its place; None when there is none. ``left`` must
+    negate nothing (else it is a negation to compare, not a value to correct)."""
+    if _negations(left, vocabulary):
+        return None
+    held = set(left)
+    words = _content_words(left, vocabulary)
+    kept = set(right)
+    for i, token in enumerate(right):
+        if token not in vocabulary.retractions:
+            continue
+        following = [t for t in right[i + 1 : i + 4] if t not in STOPWORDS]
+        if not following or following[0] not in words:
+            continue
+        # The new value comes before the cue ("on Thursday, not Tuesday"); "Priya isn't allergic" says nothing
+        # new before it: it negates the statement itself.
+        if not any(t not in held for t in right[:i] if t not in STOPWORDS):
+            continue
+        # The statement's frame — every word ``left`` says before the value — is said again, so the
+        # correction is about the same thing ("Dan's eye test …, not 4 March" is not about the dentist).
+        # Details after the value ("at 3pm") may be left out.
+        frame = words[: words.index(following[0])]
+        if frame and all(w in kept for w in frame):
+            return following[0]
+    return None
+
+
+def _retraction_difference(
+    left: Sequence[str], right: Sequence[str], vocabulary: StanceVocabulary
+) -> StanceDifference | None:
+    """A value corrected by naming the old one (``_retracted``), read either way round: a "value" difference,
+    so the correction replaces the statement even when it leaves out one of its details ("at 3pm")."""
+    taken = _retracted(left, right, vocabulary)
+    if taken is not None:
+        return StanceDifference("value", (taken,), tuple(w for w in _content_words(right, vocabulary) if w not in left))
+    taken = _retracted(right, left, vocabulary)
+    if taken is not None:
+        return StanceDifference("value", tuple(w for w in _content_words(left, vocabulary) if w not in right), (taken,))
+    return None
 
 
 def replaced_value(

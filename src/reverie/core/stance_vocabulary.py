@@ -61,6 +61,10 @@ class StanceVocabulary:
     change_markers: frozenset[str] = frozenset()
     single_valued: frozenset[str] = frozenset()
     addition_markers: frozenset[str] = frozenset()  # "also", "too": a second value, never a replaced one
+    # "…, not Tuesday", "… instead of Jenkins": a word that takes back the value named after it.
+    retractions: frozenset[str] = frozenset()
+    # "No, …" opening a text: an answer correcting what was said, not a negation of the statement.
+    correction_interjections: frozenset[str] = frozenset()
 
     # Derived once (the check runs on every save): every multi-word entry by its number of words; the words
     # that carry stance and say nothing of the topic (negations, comparison and move markers, time references),
@@ -71,7 +75,8 @@ class StanceVocabulary:
 
     def __post_init__(self) -> None:
         by_length: dict[int, set[str]] = {}
-        for entry in [*self.negations, *self.order_markers, *self.times, *self.change_markers, *self.addition_markers]:
+        entries = [*self.negations, *self.order_markers, *self.times, *self.change_markers, *self.addition_markers]
+        for entry in [*entries, *self.retractions]:
             if len(entry.split()) > 1:
                 by_length.setdefault(len(entry.split()), set()).add(entry)
         object.__setattr__(self, "phrases", {n: frozenset(words) for n, words in by_length.items()})
@@ -103,6 +108,8 @@ class StanceVocabulary:
             change_markers=self.change_markers | other.change_markers,
             single_valued=self.single_valued | other.single_valued,
             addition_markers=self.addition_markers | other.addition_markers,
+            retractions=self.retractions | other.retractions,
+            correction_interjections=self.correction_interjections | other.correction_interjections,
         )
 
 
@@ -178,7 +185,7 @@ _KEYS = frozenset(
     {"language", "builtIn", "negations", "negationPhrases", "contractions", "contractionSuffix", "antonyms",
      "negativePrefixes", "negativePrefixMinBase", "orderMarkers", "moveMarkers", "times", "presentTime",
      "clauseBreaks", "stemmer", "changeMarkers", "singleValued",
-     "additionMarkers"}
+     "additionMarkers", "retractions", "correctionInterjections"}
 )  # fmt: skip
 
 
@@ -217,6 +224,8 @@ def _vocabulary_of(document: dict[str, Any]) -> StanceVocabulary:
         change_markers=_lowered(string_list(document, "changeMarkers")),
         single_valued=_lowered(string_list(document, "singleValued")),
         addition_markers=_lowered(string_list(document, "additionMarkers")),
+        retractions=_lowered(string_list(document, "retractions")),
+        correction_interjections=_lowered(string_list(document, "correctionInterjections")),
     )
 
 

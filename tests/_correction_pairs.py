@@ -1,0 +1,119 @@
+"""Corrections as people say them, with the question a user asks after, and twins: the same shapes about
+something else. Written by hand for the correction cues (docs/benchmarks.md, "Corrections as people say them");
+the first 24 corrections and 11 twins were written first and the cues tuned on them, the last 10 and 6 after."""
+
+from __future__ import annotations
+
+# (stored, said later, the question)
+CORRECTIONS: list[tuple[str, str, str]] = [
+    (
+        "Dan's dentist appointment is on Tuesday at 3pm",
+        "Actually, Dan's dentist appointment is on Thursday, not Tuesday",
+        "when is Dan's dentist appointment",
+    ),
+    ("The team standup is at 10:00", "The standup moved to 9:30", "what time is the standup"),
+    ("I live in Leeds", "I moved to Bristol last month", "where do I live"),
+    (
+        "Maya's flight lands at 6pm on Friday",
+        "Correction: Maya's flight lands at 8pm on Friday",
+        "when does Maya's flight land",
+    ),
+    ("The wifi password is sunflower42", "The wifi password changed to bluebird77", "what is the wifi password"),
+    (
+        "Priya's birthday is on 12 March",
+        "Sorry, I was wrong: Priya's birthday is on 21 March",
+        "when is Priya's birthday",
+    ),
+    ("We use Jenkins for CI", "We replaced Jenkins with GitHub Actions for CI", "what do we use for CI"),
+    ("Tom's phone number is 07700 900123", "Tom has a new phone number: 07700 900456", "what is Tom's phone number"),
+    (
+        "The quarterly review is on 14 November",
+        "The quarterly review was moved to 21 November",
+        "when is the quarterly review",
+    ),
+    ("Elena is vegetarian", "Elena eats fish now, so she is pescatarian", "what does Elena eat"),
+    ("Leo's school starts at 8:45", "Leo's school now starts at 8:30", "what time does Leo's school start"),
+    ("The office is closed on Fridays", "The office is open on Fridays now", "is the office open on Fridays"),
+    ("Dan's manager is Helen", "Dan's new manager is Ruth", "who is Dan's manager"),
+    ("The rent is £1,200 a month", "The rent went up to £1,350 a month", "how much is the rent"),
+    ("Biscuit weighs 12 kg", "Biscuit weighs 14 kg now", "how much does Biscuit weigh"),
+    (
+        "The deploy freeze starts on 15 December",
+        "No, the deploy freeze starts on 18 December",
+        "when does the deploy freeze start",
+    ),
+    ("My car is a blue Ford Focus", "I sold the Focus and now drive a red Toyota Yaris", "what car do I drive"),
+    (
+        "Mia's swimming lessons are on Saturday mornings",
+        "Mia's swimming lessons moved to Sunday",
+        "when are Mia's swimming lessons",
+    ),
+    (
+        "The API rate limit is 100 requests per minute",
+        "We raised the API rate limit to 500 requests per minute",
+        "what is the API rate limit",
+    ),
+    ("Aiko prefers email over Slack", "Aiko prefers Slack over email these days", "how does Aiko like to be contacted"),
+    (
+        "Dan's dentist appointment is on 4 March",
+        "Dan's dentist appointment is on 6 March, not 4 March",
+        "when is Dan's dentist appointment",
+    ),
+    (
+        "The release is planned for version 2.3",
+        "Actually the release will be version 2.4",
+        "which version is the release",
+    ),
+    ("Omar's desk is number 12", "Omar's desk is now number 31", "where is Omar's desk"),
+    ("The budget for the offsite is £5,000", "The offsite budget was cut to £3,500", "what is the offsite budget"),
+    (
+        "The book club meets on Wednesday evenings",
+        "Sorry, the book club meets on Thursday evenings",
+        "when does the book club meet",
+    ),
+    (
+        "Sam's flat is on the third floor",
+        "Sam's flat is on the fourth floor, not the third",
+        "which floor is Sam's flat on",
+    ),
+    (
+        "The conference talk is 30 minutes long",
+        "The conference talk was cut to 20 minutes",
+        "how long is the conference talk",
+    ),
+    ("Grandma's train arrives at 14:10", "No, Grandma's train arrives at 15:10", "when does Grandma's train arrive"),
+    ("Our sprint length is two weeks", "We switched our sprint length to three weeks", "how long are our sprints"),
+    (
+        "The shared drive quota is 50 GB",
+        "The shared drive quota was increased to 100 GB",
+        "what is the shared drive quota",
+    ),
+    ("Nina's favourite band is Radiohead", "Nina's favourite band is Portishead now", "what is Nina's favourite band"),
+    (
+        "The parent evening is on 9 October",
+        "Correction: the parent evening is on 16 October",
+        "when is the parent evening",
+    ),
+    ("Ben takes the 7:40 bus to work", "Ben takes the 8:10 bus to work instead of the 7:40", "which bus does Ben take"),
+    ("The gym opens at 6am", "The gym opens at 7am from now on", "when does the gym open"),
+]
+# (stored, said later about something else)
+TWINS: list[tuple[str, str]] = [
+    ("Maya leaves on May 3", "Maya's sister leaves on May 5"),
+    ("Priya's birthday is on 12 March", "Tom's birthday is on 21 March"),
+    ("The standup is at 10:00", "The retro is at 15:30"),
+    ("Dan's dentist appointment is on Tuesday", "Elena's dentist appointment is on Thursday"),
+    ("The wifi password is sunflower42", "The guest wifi password is bluebird77"),
+    ("Leo's school starts at 8:45", "Mia's school starts at 8:30"),
+    ("The rent is £1,200 a month", "The parking space costs £80 a month"),
+    ("Dan's dentist appointment is on 4 March", "Dan's eye test is on 6 March, not 4 March"),
+    ("Harbor deploys on Tuesdays", "Lantern deploys on Thursdays, not Tuesdays"),
+    ("Maya's flight lands at 6pm on Friday", "Maya's train arrives at 8pm on Friday"),
+    ("The quarterly review is on 14 November", "The annual review is on 21 November"),
+    ("The book club meets on Wednesday evenings", "The chess club meets on Thursday evenings"),
+    ("Sam's flat is on the third floor", "Lucy's flat is on the fourth floor, not the third"),
+    ("Grandma's train arrives at 14:10", "Grandpa's bus arrives at 15:10"),
+    ("The shared drive quota is 50 GB", "The email quota is 100 GB"),
+    ("Ben takes the 7:40 bus to work", "Ella takes the 8:10 bus to school instead of the 7:40"),
+    ("The gym opens at 6am", "The pool opens at 7am"),
+]
