@@ -226,6 +226,18 @@ def test_the_bundled_set_ships_as_package_data_and_is_complete() -> None:
     assert any(q.now is not None for q in data.queries if q.kind == "time")
 
 
+def test_the_fresh_set_ships_beside_it_and_is_complete() -> None:
+    """``everyday_fresh.json``: a smaller set about another user, written after the mechanisms were built
+    (docs/benchmarks.md), read by ``reverie bench recall --dataset everyday <path>``."""
+    path = resources.files("reverie.bench").joinpath("data").joinpath("everyday_fresh.json")
+    data = parse_everyday(json.loads(path.read_text(encoding="utf-8")))
+    assert len(data.facts) >= 40 and len(data.queries) >= 55
+    assert {q.kind for q in data.queries} >= set(KINDS) - {NEARMISS}
+    fact_ids = {f.id for f in data.facts}
+    assert all(set(q.expected) <= fact_ids and bool(q.expected) != q.unanswerable for q in data.queries)
+    assert len({q.text.lower() for q in data.queries}) == len(data.queries)
+
+
 def test_the_bundled_near_misses_name_someone_or_something_the_facts_cover() -> None:
     """A nearmiss asks what no fact answers about a person or project the facts do cover; an offtopic query
     names none of them (spot checks of the hand classification, both ways)."""
