@@ -11,13 +11,17 @@ Invariants:
 
 from __future__ import annotations
 
+from weakref import ReferenceType, ref
+
 from fastapi import Request
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 _CHECKED_PREFIX = "/api/"
-_ACCEPTED: dict[int, frozenset[str]] = {}  # id(route) -> its query parameter names (routes live as long as the app)
+# id(route) -> (the route, weakly; its query parameter names). The weak reference is checked, so a new route
+# that reuses the id of one whose app is gone is never answered with the old route's names.
+_ACCEPTED: dict[int, tuple[ReferenceType[APIRoute], frozenset[str]]] = {}
 
 
 def query_names(dependant: Dependant) -> frozenset[str]:
@@ -36,9 +40,12 @@ async def known_query(request: Request) -> None:
     route = request.scope.get("route")
     if not isinstance(route, APIRoute) or not route.path_format.startswith(_CHECKED_PREFIX):
         return
-    accepted = _ACCEPTED.get(id(route))
-    if accepted is None:
-        accepted = _ACCEPTED.setdefault(id(route), query_names(route.dependant))
+    cached = _ACCEPTED.get(id(route))
+    if cached is not None and cached[0]() is route:
+        accepted = cached[1]
+    else:
+        accepted = query_names(route.dependant)
+        _ACCEPTED[id(route)] = (ref(route), accepted)
     unknown = sorted({name for name in request.query_params if name not in accepted})
     if not unknown:
         return
