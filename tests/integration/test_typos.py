@@ -72,3 +72,24 @@ def test_typo_tolerance_off_reads_words_as_written(tmp_path: Path, clock: FakeCl
         assert [h.entry.content for h in rv.memory.search("swiming lesons", mode="bm25")] == []
     with reverie.open(tmp_path, clock=clock, embedding={"background": False}) as rv:
         assert [h.entry.content for h in rv.memory.search("swiming lesons", mode="bm25")] == [FACTS[0]]
+
+
+def test_the_embedder_also_reads_the_query_as_meant(tmp_path: Path, clock: FakeClock) -> None:
+    """A misspelt word the index corrected is respelt for the embedder too ("swiming lesons" is embedded
+    as "swim lesson" as well): the fact's similarity is the better of the two readings."""
+    similarity: dict[bool, float] = {}
+    for tolerant in (False, True):
+        recall = {"typo_tolerance": tolerant}
+        with reverie.open(tmp_path, clock=clock, embedding={"background": False}, recall=recall) as rv:
+            if not tolerant:
+                for content in FACTS:
+                    rv.memory.save(content, dedup=False)
+                rv.embed_pending()
+            hits = {h.entry.content: h for h in rv.memory.search("swiming lesons", mode="hybrid", limit=5)}
+            evidence = hits[FACTS[0]].evidence if FACTS[0] in hits else None
+            similarity[tolerant] = evidence.similarity or 0.0 if evidence is not None else 0.0
+            if tolerant:
+                meant = rv.memory.search("swim lesson", mode="vector", limit=1)
+                assert meant[0].entry.content == FACTS[0] and meant[0].evidence is not None
+                assert similarity[True] == pytest.approx(meant[0].evidence.similarity)
+    assert similarity[True] > similarity[False] + 0.05, similarity

@@ -30,3 +30,24 @@ def test_an_english_word_the_memory_lacks_is_not_a_typo(word: str) -> None:
 def test_short_words_are_never_typos_even_outside_english() -> None:
     assert not typos.english("xqz")
     assert not typos.may_be_typo("xqz")
+
+
+@pytest.mark.parametrize(
+    ("written", "term", "meant"),
+    [("alergic", "allerg", "allergic"), ("opertion", "oper", "operation"), ("raisns", "raisin", "raisins")],
+)
+def test_a_misspelling_is_spelt_as_an_english_word_the_index_reads_as_its_correction(
+    written: str, term: str, meant: str
+) -> None:
+    assert typos.spelling(written, term) == meant
+
+
+def test_no_spelling_when_no_english_word_near_reads_as_the_correction() -> None:
+    assert typos.spelling("kubernets", "kubernet") is None  # two edits, and no English word: left as typed
+    assert typos.spelling("alergic", "allergi") is None  # "allergic" is near, but the index read another word
+
+
+def test_respell_replaces_whole_words_whatever_their_case_and_leaves_the_rest() -> None:
+    query = "Is Priya Alergic to nuts? alergic-free snacks"
+    assert typos.respell(query, [("alergic", "allerg")]) == "Is Priya allergic to nuts? allergic-free snacks"
+    assert typos.respell(query, [("kubernets", "kubernet")]) == query

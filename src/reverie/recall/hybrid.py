@@ -29,6 +29,7 @@ import numpy.typing as npt
 from reverie.core import fusion, text, timeq, tokens
 from reverie.embed.base import Embedder, Vectors, embed_queries
 from reverie.errors import EmbeddingError
+from reverie.recall import typos
 from reverie.recall.index import VectorIndex, VectorSearch
 from reverie.recall.lexical import LexicalIndex
 from reverie.runtime.coalesce import Coalescer
@@ -233,14 +234,21 @@ class HybridSearch:
             # contextvars travel with the job: usage attribution (agent_context) must see the caller's agent.
             job = contextvars.copy_context().run
             pending = self._workers().submit(job, self._vector_signal, query, flt, depth)
+        respelt: tuple[tuple[str, str], ...] = ()
         if wanted in ("bm25", "hybrid"):
             words = query if period is None else timeq.without(query, period)
-            found, out.ideal = self._lexical(words, flt, depth) if words.strip() else ([], None)
-            for entry, score in found:
+            lexical = self._lexical(words, flt, depth) if words.strip() else _Lexical([], None)
+            out.ideal, respelt = lexical.ideal, lexical.respelt
+            for entry, score in lexical.found:
                 out.lexical[entry.id] = score
                 out.entries[entry.id] = entry
         if wanted in ("vector", "hybrid"):
             signal = pending.result() if pending is not None else self._vector_signal(query, flt, depth)
+            fixed = typos.respell(query, respelt) if respelt else query
+            if fixed != query and signal.scores is not None:
+                # The embedder also reads the query as meant ("swiming" as "swimming"); a candidate keeps the
+                # better of its two similarities, so a wrong reading costs nothing it had.
+                signal = _merged(signal, self._vector_signal(fixed, flt, depth))
             out.notes.extend(signal.notes)
             if signal.scores is not None:
                 for entry_id, entry in signal.entries.items():
@@ -354,42 +362,43 @@ class HybridSearch:
         if pool is not None:
             pool.shutdown(wait=True)
 
-    def _lexical(self, query: str, flt: FactFilter, depth: int) -> tuple[list[tuple[Ranked, float]], float | None]:
-        """BM25 candidates, best first, and the score of an entry holding enough of the query's weight
-        (None when unknown: the store's full-text search). Every entry passed ``flt``."""
+    def _lexical(self, query: str, flt: FactFilter, depth: int) -> _Lexical:
+        """BM25 candidates, best first, the score of an entry holding enough of the query's weight (None when
+        unknown: the store's full-text search), and the query words read as misspellings. Every entry
+        passed ``flt``."""
         shared = _SHARED.get()
         key = ("lexical", query, _shape(flt))
         if shared is not None and key in shared:
-            deep, (found, ideal) = shared[key]
-            if deep >= depth:  # a deeper list fetched earlier in the block serves a shallower one
-                return found[:depth], ideal
+            deep, cached = shared[key]
+            if deep >= depth and isinstance(cached, _Lexical):  # a deeper list serves a shallower one
+                return replace(cached, found=cached.found[:depth])
         kept = self._fetch_lexical(query, flt, depth)
         if shared is not None:
             shared[key] = (depth, kept)
         return kept
 
-    def _fetch_lexical(
-        self, query: str, flt: FactFilter, depth: int
-    ) -> tuple[list[tuple[Ranked, float]], float | None]:
+    def _fetch_lexical(self, query: str, flt: FactFilter, depth: int) -> _Lexical:
         """From the in-memory index when configured and able to answer ``flt``, else from the store's
         full-text search."""
         self.fetches["lexical"] += 1
         if self.lexical is None or not self.lexical.supports(flt):
             match = text.fts_match(text.query_terms(query))
-            return ([] if match is None else list(self._store.facts.search(match, flt, depth))), None
+            return _Lexical([] if match is None else list(self._store.facts.search(match, flt, depth)), None)
         written = text.query_terms(query)
         terms = [tokens.word(term) for term in written]  # tokens.search_terms, keeping the words as written
         fetch = int(depth * LEXICAL_OVERFETCH) + 1
         if self.config.typo_tolerance:
-            terms, found = self.lexical.search_corrected(flt, terms, written, fetch)
+            searched, found = self.lexical.search_corrected(flt, terms, written, fetch)
+            respelt = tuple((w, t) for w, t, was in zip(written, searched, terms, strict=True) if t != was)
+            terms = searched
         else:
-            found = self.lexical.search(flt, terms, fetch)
+            found, respelt = self.lexical.search(flt, terms, fetch), ()
         passed = {row.id: row for row in self._store.facts.candidates([i for i, _ in found], flt)}
         kept: list[tuple[Ranked, float]] = [(passed[i], score) for i, score in found if i in passed]
         # The store's order: score, then the most recently reinforced (the index knows no last_seen_at).
         kept.sort(key=lambda pair: (-pair[1], -pair[0].last_seen_at.timestamp()))
         ideal = self.lexical.ideal(flt.scope.agent_id, terms) * ideal_share(len(set(terms)))
-        return kept[:depth], ideal
+        return _Lexical(kept[:depth], ideal, respelt)
 
     def _spread(
         self, scores: dict[str, float], entries: dict[str, Ranked], flt: FactFilter, limit: int
@@ -506,6 +515,29 @@ class _Evidence:
             context=max(score - mine - timed, 0.0),
             time=timed,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Lexical:
+    """One BM25 answer: the candidates with their scores, best first; the score of an ideal match (None:
+    unknown); the query words read as misspellings, each with the index word it was read as."""
+
+    found: list[tuple[Ranked, float]]
+    ideal: float | None
+    respelt: tuple[tuple[str, str], ...] = ()
+
+
+def _merged(typed: _Signal, fixed: _Signal) -> _Signal:
+    """The vector signal of a query and of its misspellings read as meant: each candidate's better
+    similarity; complete only when both were."""
+    if fixed.scores is None:
+        return typed
+    scores = dict(typed.scores or {})
+    for entry_id, similarity in fixed.scores.items():
+        scores[entry_id] = max(similarity, scores.get(entry_id, similarity))
+    entries = {**fixed.entries, **typed.entries}
+    notes = list(dict.fromkeys([*typed.notes, *fixed.notes]))
+    return _Signal(scores, entries, notes, complete=typed.complete and fixed.complete)
 
 
 @dataclass(slots=True)

@@ -14,9 +14,13 @@ Invariants:
 
 from __future__ import annotations
 
+import re
 import threading
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from reverie.core import tokens
 
 if TYPE_CHECKING:
     from spellchecker import SpellChecker
@@ -49,3 +53,26 @@ def may_be_typo(word: str) -> bool:
     """Whether a query ``word`` no entry holds may be read as a misspelling: long enough, no digits, and not
     an English word."""
     return edits_allowed(word) > 0 and not english(word)
+
+
+@lru_cache(maxsize=1 << 12)
+def spelling(written: str, term: str) -> str | None:
+    """An English word that a misspelt ``written`` was likely meant as and that the index reads as ``term``
+    (the index word it was corrected to, a stem: "swiming" → "swim" → "swimming"), or None when no English
+    word one edit away, nor ``term`` itself, is one: the embedder is then left the word as typed."""
+    with _lock:
+        dictionary = _dictionary()
+        near = dictionary.candidates(written) or set()
+        found = [w for w in {*near, term} if w in dictionary and tokens.word(w) == term]
+        return max(found, key=lambda w: (dictionary.word_usage_frequency(w), w)) if found else None
+
+
+def respell(query: str, respelt: Sequence[tuple[str, str]]) -> str:
+    """``query`` with each misspelt word (``written``, lower case, as the lexical search read it) replaced by
+    its ``spelling`` where one is known; unchanged otherwise."""
+    out = query
+    for written, term in respelt:
+        meant = spelling(written, term)
+        if meant is not None:
+            out = re.sub(rf"(?<!\w){re.escape(written)}(?!\w)", meant, out, flags=re.IGNORECASE)
+    return out
