@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 import reverie
-from _correction_pairs import CORRECTIONS, TWINS
 from _stance_pairs import KINDS, TABLE
 from _template import new_store_file
+from reverie.bench.truth_said import CORRECTIONS, TWINS
 from reverie.clock import FakeClock
 from reverie.core.dedup import jaccard
 from reverie.testing import ScriptedOpenAIServer

@@ -19,7 +19,8 @@ half of them a restatement of the new belief. Saved one by one through ``save``,
   of the new belief that reinforced it [100%].
 
 The baseline in the same run: the same traffic with the stance check off (an empty stance vocabulary, the
-behaviour before it existed).
+behaviour before it existed). Then the hand-written corrections of ``bench.truth_said`` ("Actually, … on
+Thursday, not Tuesday"), the check on and off.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 import reverie
 from reverie.bench.recall import engine_settings, rate, workspace
 from reverie.bench.truth_data import TruthFact, restatement, truth_facts
+from reverie.bench.truth_said import SaidRun, run_said
 from reverie.core.stance_vocabulary import STANCE_FILE_NAME
 from reverie.types import Scope
 
@@ -71,6 +73,7 @@ class TruthReport:
     model: str | None
     runs: tuple[TruthRun, ...]
     notes: tuple[str, ...]
+    said: tuple[SaidRun, ...] = ()  # the hand-written corrections (``bench.truth_said``), check on and off
 
 
 @dataclass(slots=True)
@@ -206,10 +209,14 @@ def run_truth(
         say(f"stance check {'on' if check else 'off'}: saving {len(plans[0]) + len(plans[1])} statements")
         run, model = _run(generated, plans, check=check, say=say, overrides=overrides)
         runs.append(run)
+    say("corrections as people say them: the hand-written pairs, stance check on and off")
+    said = tuple(run_said(check=check, overrides=overrides) for check in (True, False))
     notes = (
         "false_reinforcements: contradicting saves reinforced/extended onto, or folded into, an older entry (goal 0)",
         "current_above: a question about the fact ranks the contradiction above the superseded entry (goal >= 95%)",
         "superseded_kept: the older entry kept whole, unarchived, superseded by the contradiction (goal 100%)",
         "the baseline run switches the stance check off: what saves did before it existed",
+        "said: hand-written corrections and twins (bench/truth_said.py), each pair in its own agent; kept whole: "
+        "both texts of the pair still stored (goal: every pair)",
     )
-    return TruthReport(len(generated), restated, twins, model, tuple(runs), notes)
+    return TruthReport(len(generated), restated, twins, model, tuple(runs), notes, said)

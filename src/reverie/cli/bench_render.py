@@ -274,6 +274,17 @@ def render_truth(report: TruthReport) -> None:
             for kind, t in run.by_kind.items()
         )
         console.print(f"[dim]stance check {'on' if run.stance_check else 'off'} by kind: {escape(kinds)}[/]")
+    if report.said:
+        said = Table(title="corrections as people say them (hand-written)", title_justify="left", box=box.SIMPLE_HEAD)
+        for name in ("stance check", "superseded", "correction ranked first", "twins superseded", "kept whole"):
+            said.add_column(name, justify="right")
+        for pairs in report.said:
+            said.add_row(
+                "on" if pairs.stance_check else "off", _share(pairs.superseded, pairs.corrections),
+                _share(pairs.ranked_first, pairs.corrections), f"{pairs.twins_superseded}/{pairs.twins}",
+                _share(pairs.kept_whole, pairs.corrections + pairs.twins),
+            )  # fmt: skip
+        _print_table(said)
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/]")
 

@@ -1,10 +1,27 @@
-"""Corrections as people say them, with the question a user asks after, and twins: the same shapes about
-something else. Written by hand for the correction cues (docs/benchmarks.md, "Corrections as people say them");
-the first 24 corrections and 11 twins were written first and the cues tuned on them, the last 10 and 6 after."""
+"""Corrections as people say them, for ``reverie bench truth``: a stored fact, then two days later a correction
+and the question a user then asks; and twins, the same shapes about something else (which must supersede
+nothing). Written by hand (docs/benchmarks.md, "Corrections as people say them"): the first 24 corrections and
+11 twins were written first and the correction cues tuned on them, the last 10 and 6 after.
+
+Each pair is saved in its own agent through the default save, embedded after each side (the semantic fold
+runs then), on a fake clock. Reported: corrections that superseded their fact, corrections the question ranks
+first, twins that superseded their fact (goal 0), and pairs whose two texts are both still stored whole
+(goal all: nothing is lost, whatever was decided).
+"""
 
 from __future__ import annotations
 
-# (stored, said later, the question)
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import reverie
+from reverie.bench.recall import engine_settings, workspace
+from reverie.clock import FakeClock
+from reverie.core.stance_vocabulary import STANCE_FILE_NAME
+
+# (stored, said later, the question a user then asks)
 CORRECTIONS: list[tuple[str, str, str]] = [
     (
         "Dan's dentist appointment is on Tuesday at 3pm",
@@ -117,3 +134,54 @@ TWINS: list[tuple[str, str]] = [
     ("Ben takes the 7:40 bus to work", "Ella takes the 8:10 bus to school instead of the 7:40"),
     ("The gym opens at 6am", "The pool opens at 7am"),
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class SaidRun:
+    stance_check: bool
+    corrections: int
+    superseded: int  # the correction superseded its fact
+    ranked_first: int  # the question's first hit is the correction
+    twins: int
+    twins_superseded: int  # goal 0
+    kept_whole: int  # pairs (corrections and twins) whose two texts are both stored whole; goal: all
+
+
+def _said(rv: reverie.Reverie, clock: FakeClock, pairs: list[tuple[str, str]], prefix: str) -> list[tuple[str, str]]:
+    """Each pair in its own agent: the first text saved and embedded, two days later the second. The ids."""
+    first_ids = [rv.memory.save(a, scope=reverie.Scope(agent_id=f"{prefix}{i}")).id for i, (a, _) in enumerate(pairs)]
+    rv.embed_pending()
+    clock.advance(timedelta(days=2))
+    second_ids = [rv.memory.save(b, scope=reverie.Scope(agent_id=f"{prefix}{i}")).id for i, (_, b) in enumerate(pairs)]
+    rv.embed_pending()
+    return list(zip(first_ids, second_ids, strict=True))
+
+
+def _whole(rv: reverie.Reverie, scope: reverie.Scope, ids: tuple[str, str], texts: tuple[str, str]) -> bool:
+    old, new = (rv.memory.get(i, scope=scope) for i in ids)
+    return old.content.startswith(texts[0]) and texts[1] in new.content
+
+
+def run_said(*, check: bool = True, overrides: dict[str, dict[str, Any]] | None = None) -> SaidRun:
+    """Every pair through a new store: the stance check on, or off (an empty stance vocabulary) as the
+    baseline."""
+    clock = FakeClock(datetime(2026, 3, 2, 9, tzinfo=UTC))
+    with workspace(None, "reverie-bench-said-") as home:
+        if not check:
+            (home / STANCE_FILE_NAME).write_text(json.dumps({"builtIn": False}), encoding="utf-8")
+        with reverie.open(home, clock=clock, **engine_settings(overrides)) as rv:
+            said = _said(rv, clock, [(a, b) for a, b, _ in CORRECTIONS], "c")
+            twins = _said(rv, clock, TWINS, "t")
+            superseded = first = whole = 0
+            for index, (ids, (a, b, question)) in enumerate(zip(said, CORRECTIONS, strict=True)):
+                scope = reverie.Scope(agent_id=f"c{index}")
+                superseded += rv.memory.get(ids[0], scope=scope).superseded_by == ids[1]
+                hits = list(rv.memory.search(question, limit=5, scope=scope))
+                first += bool(hits) and hits[0].entry.id == ids[1]
+                whole += _whole(rv, scope, ids, (a, b))
+            wrong = 0
+            for index, (ids, pair) in enumerate(zip(twins, TWINS, strict=True)):
+                scope = reverie.Scope(agent_id=f"t{index}")
+                wrong += rv.memory.get(ids[0], scope=scope).superseded_by is not None
+                whole += _whole(rv, scope, ids, pair)
+    return SaidRun(check, len(CORRECTIONS), superseded, first, len(TWINS), wrong, whole)
