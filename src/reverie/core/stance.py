@@ -29,8 +29,7 @@ drops them as stopwords: "not" is the whole difference between two beliefs.
 Invariants: pure and deterministic; symmetric (``stance_difference(a, b)`` and ``(b, a)`` agree on whether the
 texts differ) for every kind but a value replaced with a change marker, which is read in the second (later)
 text only ("Maya lives in Porto now" after "… in Lisbon"; deduplication, aging and consolidation pass the
-older text first); texts equal
-after collapsing whitespace never differ; a text with no word at all has no
+older text first); texts equal after collapsing whitespace never differ; a text with no word at all has no
 stance that can be parsed (``parse_failed``), and callers treat such a save as new, never as a restatement.
 """
 
