@@ -5,12 +5,22 @@ belief when the new text says so ("now", "switched") or only one value can hold 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
 from reverie.core.coverage import DEFAULT_VOCABULARY
 from reverie.core.dedup import Verdict, decide
-from reverie.core.stance import replaced_value, stance_difference, topic_overlap
+from reverie.core.proactive import Candidate, duplicate_rung
+from reverie.core.stance import (
+    conflicting_sources,
+    merge_flips_stance,
+    merge_stance_conflict,
+    replaced_value,
+    stance_difference,
+    stance_either_way,
+    topic_overlap,
+)
 from reverie.core.stance_vocabulary import parse_stance_vocabulary
 
 CHANGED = [
@@ -167,3 +177,22 @@ def test_an_opening_no_is_read_as_a_correction_only_when_the_vocabulary_says_so(
     bare = parse_stance_vocabulary(json.dumps({"negations": ["no"], "changeMarkers": ["correction"]}))
     found = stance_difference(first, second, bare)
     assert found is not None and found.kind == "negation"  # without correctionInterjections: a negation
+
+
+def test_merges_and_duplicate_folds_refuse_a_marked_value_whichever_text_comes_first() -> None:
+    """A value replaced with a change marker is read in the later text only; the checks that refuse any
+    difference (a merge's sources, a merged text, the proactive duplicate ladder) read both ways round. Before
+    ``stance_either_way`` the newer-first order passed: a merge into one text of both beliefs was allowed."""
+    newer, older = "Maya lives in Porto now.", "Maya lives in Lisbon."
+    assert stance_difference(newer, older) is None  # the directional reading, as deduplication wants it
+    found = stance_either_way(newer, older)
+    assert found is not None and found.kind == "value" and found.first == ("porto", "now")
+    assert conflicting_sources([newer, older]) is not None
+    assert merge_stance_conflict([newer, older], f"{newer} {older}") is not None
+    assert merge_flips_stance([newer], older) is not None  # a merge that turns the new belief back
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    rung = duplicate_rung(
+        Candidate("a", 0, newer, when), Candidate("b", 0, older, when), cosine_threshold=0.5, jaccard_threshold=0.1
+    )
+    assert rung is None
+    assert stance_either_way("Maya lives in Lisbon.", "Maya lives in Lisbon!") is None

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reverie.core.dedup import jaccard
-from reverie.core.stance import stance_difference
+from reverie.core.stance import stance_either_way
 
 CATEGORIES = (  # the defaults auto_memorize extracts (seed 004); configurable
     "communication_style",
@@ -118,7 +118,7 @@ def duplicate_rung(a: Candidate, b: Candidate, *, cosine_threshold: float, jacca
     threshold when both have comparable vectors; else, without vectors, ``jaccard`` of their content words
     >= the threshold. Two texts that differ in stance (``core.stance``: "likes" against "dislikes", a
     negation, a flipped comparison, a moved time) are never duplicates, however close."""
-    if stance_difference(a.text, b.text) is not None:
+    if stance_either_way(a.text, b.text) is not None:
         return None
     left, right = f" {normalised(a.text)} ", f" {normalised(b.text)} "
     if left.strip() and right.strip() and (left in right or right in left):  # whole words only: "tea" is not "teas"

@@ -60,6 +60,7 @@ __all__ = [
     "same_text",
     "same_topic",
     "stance_difference",
+    "stance_either_way",
     "topic_overlap",
     "topic_words",
 ]
@@ -271,6 +272,19 @@ def stance_difference(
     )
 
 
+def stance_either_way(
+    a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
+) -> StanceDifference | None:
+    """``stance_difference`` read both ways round (reading ``b`` against ``a``): for the checks that must refuse
+    any difference whichever text came later — a merge, a fold of duplicates — since a value replaced with a
+    change marker is read in the later text only ("Maya lives in Porto now" against "… in Lisbon")."""
+    found = stance_difference(a, b, vocabulary)
+    if found is not None:
+        return found
+    back = stance_difference(b, a, vocabulary)
+    return None if back is None else back.swapped()
+
+
 _OPENING = re.compile(r"^\s*([^\W\d_]+)\s*[,;:!.\u2013\u2014-]+\s*(?=\w)", re.UNICODE)
 CORRECTION_MARKER = "correction"  # what an opening interjection is read as: a change marker (stance-en.json)
 
@@ -478,7 +492,7 @@ def conflicting_sources(
     for i, j in combinations(range(len(texts)), 2):
         if not same_topic(texts[i], texts[j], vocabulary):
             continue  # "likes tea" and "doesn't drink coffee" are two facts, not one fact and its negation
-        found = stance_difference(texts[i], texts[j], vocabulary)
+        found = stance_either_way(texts[i], texts[j], vocabulary)
         if found is not None:
             return i, j, found
     return None
@@ -524,7 +538,7 @@ def merge_flips_stance(
             words = topic_words(clause, vocabulary)
             score, best = max(((_overlap(words, w), c) for c, w in targets), key=lambda pair: pair[0])
             if score >= TOPIC_OVERLAP:
-                found = stance_difference(clause, best, vocabulary)
+                found = stance_either_way(clause, best, vocabulary)
                 if found is not None:
                     return found
     return None

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reverie.core.proactive import Candidate, Merge, cosine, duplicate_rung, writer_of
-from reverie.core.stance import stance_difference
+from reverie.core.stance import stance_either_way
 from reverie.recall.hybrid import HybridSearch
 from reverie.storage.base import FactFilter, Store
 from reverie.types import MemoryEntry, Scope
@@ -179,7 +179,7 @@ class FreshPlanner:
 
     def _rung(self, a: MemoryEntry, b: MemoryEntry, similarity: float | None, vectored: bool) -> str | None:
         """``core.proactive.duplicate_rung`` with the pair's cosine given (None: not among the nearest)."""
-        if stance_difference(a.content, b.content) is not None:
+        if stance_either_way(a.content, b.content) is not None:
             return None
         words = duplicate_rung(  # without vectors: substring, else Jaccard
             Candidate(a.id, 0, a.content, a.created_at),
