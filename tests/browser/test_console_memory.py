@@ -69,6 +69,9 @@ def test_the_tree_the_orders_the_filters_and_the_cursor(page: Page, console: Con
     expect(page.locator(".mem-chip")).to_contain_text("project-context/lantern")
     assert set(rows(page)) == {e.id for e in listed(console, order="cold", category="project-context/lantern")}
     page.get_by_role("link", name="Reset").click()
+    # The form carries the category as a hidden field until the reset page is swapped in: filling the tag
+    # before that (a busy machine) applied tag and category together.
+    expect(page.locator(".mem-chip")).to_have_count(0)
     page.get_by_label("Tag").fill("stack")
     page.get_by_role("button", name="Apply").click()
     expect(page).to_have_url(re.compile(r"tag=stack"))

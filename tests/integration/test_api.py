@@ -205,6 +205,19 @@ def test_search_options_browse_and_user_scope(agent_a: httpx.Client) -> None:
     assert [h["entry"]["user_id"] for h in tea] == ["u1"]
 
 
+def test_a_hit_found_by_asking_again_by_name_says_how_it_was_asked(agent_a: httpx.Client, rv: reverie.Reverie) -> None:
+    """matched_by ``introduction`` and ``evidence.asked_as`` reach the API (docs/concepts.md, "Asking again by
+    name")."""
+    save(agent_a, "a", "Leo is Dan's son; he started primary school in September.")
+    allergy = save(agent_a, "a", "Leo is allergic to penicillin; doctors prescribe clarithromycin.")
+    rv.embed_pending()
+    hits = agent_a.get(memory("a", "/search"), params={"query": "son's drug allergy"}).json()["hits"]
+    asked = {h["entry"]["id"]: h["evidence"]["asked_as"] for h in hits if h["matched_by"] == "introduction"}
+    assert asked.get(allergy) == "Leo's drug allergy"
+    plain = agent_a.get(memory("a", "/search"), params={"query": "Leo penicillin"}).json()["hits"]
+    assert plain[0]["entry"]["id"] == allergy and plain[0]["evidence"]["asked_as"] is None
+
+
 def test_rejected_input_is_a_422_naming_the_field(agent_a: httpx.Client) -> None:
     cases = [
         ({"content": ""}, "content"),

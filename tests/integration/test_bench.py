@@ -109,6 +109,7 @@ def test_recall_report_structure_and_a_word_match_scores_one(tiny: Path) -> None
     assert set(report.recall_settings) == {
         *("semantic_weight", "candidates", "min_similarity", "neighbour_share", "thread_share", "time_weight"),
         "min_evidence",
+        "relative_floor",
     }
     # The modes asked, then the sanity row: the same vectors by plain cosine.
     assert [m.mode for m in report.modes] == [*MODES, "cosine"]

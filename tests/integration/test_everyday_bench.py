@@ -67,18 +67,31 @@ def test_cli_prints_the_everyday_table_with_figures(slice_path: Path, monkeypatc
     text = runner.invoke(app, ["bench", "recall", "--dataset", "everyday", str(slice_path)])
     assert text.exit_code == 0, text.stderr
     out = text.stdout
-    needles = ("p@1", "r@5", "empty", "all on-topic", "offtopic", "nearmiss", "paraphrase", "mode bm25", "mode hybrid")
+    needles = (
+        "p@1",
+        "r@5",
+        "on target",
+        "empty",
+        "all on-topic",
+        "offtopic",
+        "nearmiss",
+        "paraphrase",
+        "mode bm25",
+        "mode hybrid",
+    )
     for needle in needles:
         assert needle in out
     assert "every mode on the same store" in out and "nearmiss empty (info)" in out
     exact_rows = [line.split() for line in out.splitlines() if line.strip().startswith("exact")]
     assert len(exact_rows) == 3  # one per mode
-    assert exact_rows[0][1:] == ["1.000", "1.000", "—", "2"]  # bm25 finds both exact queries first
+    # bm25 finds both exact queries first; on target is the share of their hits that are expected
+    assert exact_rows[0][1:3] == ["1.000", "1.000"] and exact_rows[0][4:] == ["—", "2"]
+    assert 0.0 < float(exact_rows[0][3]) <= 1.0
     offtopic = [line.split() for line in out.splitlines() if line.strip().startswith("offtopic")]
-    assert all(row[1:3] == ["—", "—"] and row[-1] == "2" for row in offtopic)
-    assert all(0.0 <= float(row[3]) <= 1.0 for row in offtopic)
+    assert all(row[1:4] == ["—", "—", "—"] and row[-1] == "2" for row in offtopic)
+    assert all(0.0 <= float(row[4]) <= 1.0 for row in offtopic)
     nearmiss = [line.split() for line in out.splitlines() if line.strip().startswith("nearmiss")]
-    assert len(nearmiss) == 3 and all(row[1:3] == ["—", "—"] and row[-1] == "1" for row in nearmiss)
+    assert len(nearmiss) == 3 and all(row[1:4] == ["—", "—", "—"] and row[-1] == "1" for row in nearmiss)
 
     as_json = runner.invoke(
         app, ["bench", "recall", "--dataset", "everyday", str(slice_path), "--mode", "bm25", "--json"]

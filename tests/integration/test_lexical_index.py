@@ -17,7 +17,8 @@ from reverie.bench.latency import synthetic_facts
 from reverie.clock import FakeClock
 from reverie.core import text
 from reverie.core.tokens import search_terms
-from reverie.recall.hybrid import HybridSearch, RecallConfig
+from reverie.recall.config import RecallConfig
+from reverie.recall.hybrid import HybridSearch
 from reverie.recall.lexical import LexicalIndex
 from reverie.storage import open_store
 from reverie.storage.base import FactFilter, PurgeRule, Store

@@ -16,7 +16,8 @@ from pathlib import Path
 import reverie
 from reverie.embed.base import Vectors
 from reverie.embed.hashing import HashEmbedder
-from reverie.recall.hybrid import HybridSearch, RecallConfig
+from reverie.recall.config import RecallConfig
+from reverie.recall.hybrid import HybridSearch
 from reverie.storage.base import FactFilter
 
 SEARCHES = 8

@@ -192,6 +192,95 @@ def test_the_local_model_recalls_by_meaning(rv_local: reverie.Reverie) -> None:
     assert rv_local.embedder is not None and rv_local.embedder.model_id == "all-MiniLM-L6-v2-int8"
 
 
+def test_a_strong_answer_is_not_padded_with_hits_that_barely_relate(tmp_path: Path) -> None:
+    """recall.relative_floor: with the real model, Mia's kiwi allergy relates to "grapes raisins" only through
+    fruit (about 0.04 of the answer's score); it fills the list when the floor is off, never by default."""
+    facts = [
+        "Biscuit must never get grapes or raisins: the vet warned they can damage his kidneys.",
+        "Mia is allergic to kiwi fruit; it makes her mouth itch.",
+        "Biscuit is the family's beagle and loves the beach.",
+        "Harbor deploys on Tuesdays after the 10:00 stand-up.",
+    ]
+    found: dict[float, list[str]] = {}
+    for share in (0.0, 0.1):
+        with reverie.open(
+            tmp_path / f"floor-{share}", embedding={"background": False}, recall={"relative_floor": share}
+        ) as rv:
+            assert rv.recall.config.relative_floor == share
+            rv.memory.save_many([{"content": f} for f in facts])
+            rv.embed_pending()
+            hits = rv.memory.search("Biscuit grapes raisins", limit=5)
+            found[share] = [h.entry.content.split()[0] for h in hits]
+            assert all(h.score >= share * hits[0].score for h in hits)
+    assert found[0.0] == ["Biscuit", "Biscuit", "Mia"]
+    assert found[0.1] == ["Biscuit", "Biscuit"]
+
+
+def test_a_query_that_describes_someone_is_asked_again_by_their_name(tmp_path: Path) -> None:
+    """recall.introduction_share, with the real model: "son's drug allergy" shares "son" with the introduction
+    and only "allergy" with Aiko's; the answer names Leo and says "allergic". Asked again as "Leo's drug
+    allergy", the answer ranks first, labelled ``introduction``; a question for the introduction itself does not
+    ask again."""
+    facts = [
+        "Leo is Dan's son; he started primary school in September 2025.",
+        "Leo is allergic to penicillin; doctors prescribe him clarithromycin instead.",
+        "Aiko has a shellfish allergy.",
+        "Margaret is Dan's mother; she lives in Leeds and phones every Sunday.",
+        "Margaret had a hip replacement in October and spent four days in hospital.",
+        "Harbor deploys on Tuesdays after the stand-up.",
+        "Harbor is made of three services and a queue.",
+        "Harbor is Northwind's payments platform: it takes card payments for the shop.",
+    ]
+    top: dict[float, dict[str, reverie.SearchHit]] = {}
+    for share in (0.0, 0.9):
+        with reverie.open(
+            tmp_path / f"intro-{share}", embedding={"background": False}, recall={"introduction_share": share}
+        ) as rv:
+            rv.memory.save_many([{"content": f} for f in facts])
+            rv.embed_pending()
+            queries = ("son's drug allergy", "Dan's mum's operation", "who is Dan's son?", "what does Harbor do?")
+            top[share] = {q: rv.memory.search(q, limit=3)[0] for q in queries}
+    assert not top[0.0]["son's drug allergy"].entry.content.startswith("Leo is allergic")
+    assert not top[0.0]["Dan's mum's operation"].entry.content.startswith("Margaret had")
+    allergy, operation = top[0.9]["son's drug allergy"], top[0.9]["Dan's mum's operation"]
+    assert allergy.entry.content.startswith("Leo is allergic") and allergy.matched_by == "introduction"
+    assert operation.entry.content.startswith("Margaret had") and operation.matched_by == "introduction"
+    for hit, asked in ((allergy, "Leo's drug allergy"), (operation, "Margaret's operation")):
+        assert hit.evidence is not None and hit.evidence.asked_as == asked
+        assert hit.evidence.own + hit.evidence.context + hit.evidence.time == pytest.approx(hit.score)
+    # A question for what a name is ranks its introduction first (with the share at 0, another Harbor fact).
+    assert not top[0.0]["what does Harbor do?"].entry.content.startswith("Harbor is Northwind's")
+    harbor = top[0.9]["what does Harbor do?"]
+    assert harbor.entry.content.startswith("Harbor is Northwind's") and harbor.evidence is not None
+    assert harbor.evidence.own + harbor.evidence.context + harbor.evidence.time == pytest.approx(harbor.score)
+    for share in (0.0, 0.9):
+        who = top[share]["who is Dan's son?"]
+        assert who.entry.content.startswith("Leo is Dan's son") and who.matched_by == "bm25+vector"
+
+
+def test_a_description_too_weak_to_answer_is_still_read_but_a_shared_word_is_not_enough(tmp_path: Path) -> None:
+    """At ``min_evidence`` 0.3 the first ranking of "my wife's allergy" (one word of the introduction, own
+    evidence about 0.27) is below the floor; the introduction is read anyway and the answer found by name. An
+    off-topic question sharing one word of a longer description ("app") still gets nothing."""
+    facts = [
+        "My wife Layla is a paediatric nurse at the children's hospital.",
+        "Layla is allergic to cats, so we can never have one at home.",
+        "Beacon is the customer mobile app for iOS and Android.",
+        "Beacon ships a new version every second Wednesday.",
+    ]
+    found: dict[float, list[reverie.SearchHit]] = {}
+    for share in (0.0, 0.9):
+        recall = {"introduction_share": share, "min_evidence": 0.3}
+        with reverie.open(tmp_path / f"weak-{share}", embedding={"background": False}, recall=recall) as rv:
+            rv.memory.save_many([{"content": f} for f in facts])
+            rv.embed_pending()
+            found[share] = list(rv.memory.search("my wife's allergy", limit=3))
+            assert ids(rv.memory.search("how do I deploy a Django app to Heroku")) == []
+    assert found[0.0] == []  # below the floor: nothing rather than noise
+    assert found[0.9][0].entry.content.startswith("Layla is allergic") and found[0.9][0].matched_by == "introduction"
+    assert {h.matched_by for h in found[0.9]} == {"introduction"}  # the weak first ranking lends nothing
+
+
 def test_sequence_neighbours_share_relevance_when_enabled(tmp_path: Path) -> None:
     turns = [
         "Did you ever find a good bakery near the office?",

@@ -18,7 +18,8 @@ import pytest
 import reverie
 from reverie import Scope
 from reverie.clock import FakeClock
-from reverie.recall.hybrid import HybridSearch, RecallConfig
+from reverie.recall.config import RecallConfig
+from reverie.recall.hybrid import HybridSearch
 from reverie.storage.base import FactFilter, Store
 from reverie.types import MemoryEntry
 

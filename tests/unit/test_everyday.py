@@ -158,11 +158,11 @@ def test_score_counts_the_top_hit_and_recall_over_the_first_k() -> None:
     query = _query("question", ("a", "b", "c", "d"))
     score = score_query(query, ["a", "x", "b", "y", "z", "c", "d"], k=5)
     assert score.hit_at_1 is True and score.recall == 0.5 and not score.empty  # c and d fall past k = 5
-    assert score.ranked == ("a", "x", "b", "y", "z")
+    assert score.ranked == ("a", "x", "b", "y", "z") and score.on_target == 2 / 5  # a and b of five returned
     missed = score_query(query, ["x", "d"], k=5)
-    assert missed.hit_at_1 is False and missed.recall == 0.25
+    assert missed.hit_at_1 is False and missed.recall == 0.25 and missed.on_target == 0.5
     nothing = score_query(query, [], k=5)
-    assert nothing.hit_at_1 is False and nothing.recall == 0.0 and nothing.empty
+    assert nothing.hit_at_1 is False and nothing.recall == 0.0 and nothing.empty and nothing.on_target is None
 
 
 @pytest.mark.parametrize("kind", [OFFTOPIC, NEARMISS])
@@ -190,13 +190,15 @@ def test_summary_rows_per_kind_then_all_on_topic_then_offtopic_and_nearmiss() ->
     assert [row.label for row in summarise(scores)] == [*ON_TOPIC_KINDS, ALL_ON_TOPIC, OFFTOPIC, NEARMISS]
     exact = rows["exact"]
     assert (exact.n, exact.precision_at_1, exact.recall_at_k, exact.empty) == (2, 0.5, 0.75, None)
+    assert exact.on_target == pytest.approx((1 / 2 + 1 / 2) / 2)  # each returned one expected hit of two
     time = rows["time"]
     assert (time.n, time.precision_at_1, time.recall_at_k) == (1, 1.0, 0.25)
     everything = rows[ALL_ON_TOPIC]  # neither the offtopic nor the nearmiss queries count here
     assert everything.n == 3 and everything.precision_at_1 == pytest.approx(2 / 3)
     assert everything.recall_at_k == pytest.approx((1 + 0.5 + 0.25) / 3)
+    assert everything.on_target == pytest.approx((0.5 + 0.5 + 1) / 3)
     off = rows[OFFTOPIC]
-    assert (off.n, off.precision_at_1, off.recall_at_k, off.empty) == (4, None, None, 0.5)
+    assert (off.n, off.precision_at_1, off.recall_at_k, off.empty, off.on_target) == (4, None, None, 0.5, None)
     near = rows[NEARMISS]  # reported on its own, never mixed into offtopic
     assert (near.n, near.precision_at_1, near.recall_at_k, near.empty) == (3, None, None, 0.0)
     assert rows["name"] == type(off)("name", 0, None, None, None)  # an empty group has no figures
@@ -236,6 +238,18 @@ def test_the_fresh_set_ships_beside_it_and_is_complete() -> None:
     fact_ids = {f.id for f in data.facts}
     assert all(set(q.expected) <= fact_ids and bool(q.expected) != q.unanswerable for q in data.queries)
     assert len({q.text.lower() for q in data.queries}) == len(data.queries)
+
+
+def test_the_people_set_ships_too_and_introduces_before_it_describes() -> None:
+    """``everyday_people.json``: introductions ("My wife Layla …", "Ledgerly is our expenses app …") and queries
+    that describe instead of naming ("my wife's allergy"), in the first person."""
+    path = resources.files("reverie.bench").joinpath("data").joinpath("everyday_people.json")
+    data = parse_everyday(json.loads(path.read_text(encoding="utf-8")))
+    assert len(data.facts) >= 30 and len(data.queries) >= 40
+    fact_ids = {f.id for f in data.facts}
+    assert all(set(q.expected) <= fact_ids and bool(q.expected) != q.unanswerable for q in data.queries)
+    assert sum(1 for f in data.facts if f.content.startswith(("My ", "Our "))) >= 5
+    assert sum(1 for q in data.queries if q.kind == OFFTOPIC) >= 4
 
 
 def test_the_bundled_near_misses_name_someone_or_something_the_facts_cover() -> None:

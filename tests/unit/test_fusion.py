@@ -146,3 +146,26 @@ def test_corroboration_never_adds_and_grows_with_agreement(value: float, low: fl
 def test_corroboration_refuses_a_share_outside_zero_one() -> None:
     with pytest.raises(ValueError, match="share"):
         fusion.corroborated({}, {}, set(), set(), 1.5)
+
+
+def test_near_best_drops_hits_under_a_share_of_the_best_score() -> None:
+    hits = [("answer", 0.9), ("related", 0.2), ("noise", 0.05)]
+    assert fusion.near_best(hits, 0.1) == [("answer", 0.9), ("related", 0.2)]
+    assert fusion.near_best(hits, 0.25) == [("answer", 0.9)]
+    # A hit exactly at the share is kept; 0 keeps everything; an empty or all-zero list is left as it is.
+    assert fusion.near_best([("a", 1.0), ("b", 0.1)], 0.1) == [("a", 1.0), ("b", 0.1)]
+    assert fusion.near_best(hits, 0.0) == hits
+    assert fusion.near_best([], 0.5) == []
+    assert fusion.near_best([("a", 0.0), ("b", 0.0)], 0.5) == [("a", 0.0), ("b", 0.0)]
+
+
+@given(
+    st.lists(st.floats(0, 3), min_size=1, max_size=12).map(lambda v: sorted(v, reverse=True)),
+    st.floats(0, 1),
+)
+def test_near_best_keeps_the_best_and_a_prefix_of_the_ranking(scores: list[float], share: float) -> None:
+    hits = [(f"h{i}", v) for i, v in enumerate(scores)]
+    kept = fusion.near_best(hits, share)
+    assert kept[0] == hits[0]
+    assert kept == hits[: len(kept)]  # a cut never reorders or skips
+    assert all(v >= share * scores[0] for _, v in kept)

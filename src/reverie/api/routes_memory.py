@@ -166,13 +166,17 @@ class EvidenceOut(ValueOut):
     own: float = Field(description="the hit's own evidence: the mode's mix of lexical and semantic")
     context: float = Field(description="what its thread and sequence neighbours lent it")
     time: float = Field(description="the boost for matching a time the query names")
+    asked_as: str | None = Field(
+        None, description="matched_by introduction: the query as asked again by name; null otherwise"
+    )
 
 
 class HitOut(ValueOut):
     entry: EntryOut
     score: float = Field(description="own + context + time; 1 is full evidence of its own")
     matched_by: str = Field(
-        description="bm25, vector, bm25+vector, time, neighbour, thread, substring, recent, pinned or superseded"
+        description="bm25, vector, bm25+vector, time, neighbour, thread, introduction, substring, recent, pinned or "
+        "superseded"
     )
     evidence: EvidenceOut | None = Field(None, description="the score's parts; null for fill-ins")
 

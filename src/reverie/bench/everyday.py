@@ -106,6 +106,8 @@ class QueryScore:
     recall: float | None  # |expected ∩ top k| / |expected|; None for offtopic and nearmiss
     empty: bool  # no hit at all
     ranked: tuple[str, ...]  # fact ids of the top k, best first
+    # the share of those hits that are expected; None for offtopic and nearmiss and when nothing was returned
+    on_target: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,9 @@ class KindRow:
     precision_at_1: float | None
     recall_at_k: float | None
     empty: float | None
+    # on-topic groups: the share of the hits returned that are expected, averaged over the queries that
+    # returned any (low when a right answer is padded with hits about something else)
+    on_target: float | None = None
 
 
 # -- parsing -----------------------------------------------------------------------------------------------
@@ -269,6 +274,7 @@ def score_query(query: Query, ranked: Sequence[str], k: int = DEFAULT_K) -> Quer
         recall=len(wanted & set(top)) / len(wanted),
         empty=not top,
         ranked=top,
+        on_target=len(wanted.intersection(top)) / len(top) if top else None,
     )
 
 
@@ -285,6 +291,7 @@ def _row(label: str, scores: Sequence[QueryScore], unanswerable: bool) -> KindRo
         precision_at_1=_mean([float(bool(s.hit_at_1)) for s in scores]),
         recall_at_k=_mean([s.recall or 0.0 for s in scores]),
         empty=None,
+        on_target=_mean([s.on_target for s in scores if s.on_target is not None]),
     )
 
 

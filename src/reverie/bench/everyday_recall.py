@@ -177,7 +177,9 @@ def run_everyday(
             results.append(evaluate(rv, clock, dataset, mode, k))
         notes = (
             f"one entry per fact, one agent scope ({dataset.scope}); k = {k}; precision@1 and recall@{k} over "
-            "on-topic queries (neither offtopic nor nearmiss); empty = the share of queries with no hit at all: "
+            "on-topic queries (neither offtopic nor nearmiss); on target = the share of an on-topic query's hits "
+            "that are expected (low when answers are padded with hits about something else); empty = the share "
+            "of queries with no hit at all: "
             "the target for offtopic, information only for nearmiss (asking after someone or something the "
             "facts cover, where returning those facts is right)",
         ) + _cache_note(rv, modes, len(dataset.queries))
@@ -186,6 +188,7 @@ def run_everyday(
             "semantic_weight": config.semantic_weight,
             "candidates": config.candidates,
             "min_similarity": rv.recall.floor(dataset.scope, None),
+            "relative_floor": config.relative_floor,
         }
     return EverydayReport(
         dataset=summarise_dataset(dataset, source),

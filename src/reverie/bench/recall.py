@@ -312,6 +312,7 @@ def run_recall(
             "thread_share": config.thread_share,
             "time_weight": config.time_weight,
             "min_evidence": config.min_evidence,
+            "relative_floor": config.relative_floor,
         }
     return RecallReport(
         dataset=summarise_dataset(conversations),

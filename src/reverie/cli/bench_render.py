@@ -118,7 +118,7 @@ def render_recall(report: RecallReport) -> None:
 
 
 def _everyday_cells(row: KindRow) -> list[str]:
-    return [_num(row.precision_at_1), _num(row.recall_at_k), _num(row.empty), str(row.n)]
+    return [_num(row.precision_at_1), _num(row.recall_at_k), _num(row.on_target), _num(row.empty), str(row.n)]
 
 
 def _everyday_mode_table(result: EverydayModeResult, k: int) -> Table:
@@ -129,7 +129,7 @@ def _everyday_mode_table(result: EverydayModeResult, k: int) -> Table:
     )
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("kind", no_wrap=True)
-    for name in ("p@1", f"r@{k}", "empty", "n"):
+    for name in ("p@1", f"r@{k}", "on target", "empty", "n"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in result.rows:
         # offtopic empty is the target; nearmiss empty is shown for information only (dim)
@@ -142,16 +142,17 @@ def _everyday_comparison_table(report: EverydayReport) -> Table:
     k = report.k
     table = Table(title="every mode on the same store", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("mode", no_wrap=True)
-    names = ("p@1", f"r@{k}", "offtopic empty", "nearmiss empty (info)", "n on-topic", "n offtopic", "n nearmiss",
-             "p50 ms", "p95 ms")  # fmt: skip
+    names = ("p@1", f"r@{k}", "on target", "offtopic empty", "nearmiss empty (info)", "n on-topic", "n offtopic",
+             "n nearmiss", "p50 ms", "p95 ms")  # fmt: skip
     for name in names:
         table.add_column(name, justify="right", no_wrap=True)
     for result in report.modes:
         rows = {row.label: row for row in result.rows}
         on, off, near = rows[ALL_ON_TOPIC], rows[OFFTOPIC], rows[NEARMISS]
         table.add_row(
-            result.mode, _num(on.precision_at_1), _num(on.recall_at_k), _num(off.empty), _num(near.empty), str(on.n),
-            str(off.n), str(near.n), f"{result.latency_p50_ms:.1f}", f"{result.latency_p95_ms:.1f}",
+            result.mode, _num(on.precision_at_1), _num(on.recall_at_k), _num(on.on_target), _num(off.empty),
+            _num(near.empty), str(on.n), str(off.n), str(near.n), f"{result.latency_p50_ms:.1f}",
+            f"{result.latency_p95_ms:.1f}",
         )  # fmt: skip
     return table
 

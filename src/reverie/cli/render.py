@@ -65,6 +65,7 @@ def hit_parts(hit: SearchHit) -> str:
     parts = f"own {e.own:.3f} (lexical {e.lexical:.2f}, semantic {e.semantic:.2f}) + context {e.context:.3f}"
     raw = [f"bm25 {e.bm25:.3g}"] if e.bm25 is not None else []
     raw += [f"similarity {e.similarity:.3f}"] if e.similarity is not None else []
+    raw += [f"asked as {e.asked_as!r}"] if e.asked_as is not None else []
     return f"matched_by {hit.matched_by}: {parts} + time {e.time:.3f}" + (f"; {', '.join(raw)}" if raw else "")
 
 

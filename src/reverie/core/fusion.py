@@ -55,6 +55,16 @@ def ranked(scores: Mapping[str, float], limit: int) -> list[tuple[str, float]]:
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
 
+def near_best(hits: list[tuple[str, float]], share: float) -> list[tuple[str, float]]:
+    """The ranked ``hits`` (best first) whose score is at least ``share`` of the best one's: a strong answer
+    is not padded with hits that barely relate to the query. The best hit is always kept; ``share`` 0 (or a
+    best score of 0 or less) keeps them all."""
+    if share <= 0 or not hits or hits[0][1] <= 0:
+        return list(hits)
+    cut = share * hits[0][1]
+    return [hit for hit in hits if hit[1] >= cut]
+
+
 def spread(scores: Mapping[str, float], neighbours: Mapping[str, list[str]], share: float) -> dict[str, float]:
     """Each item also takes ``share`` of its best neighbour's score (sequence context: the turn before or
     after a matching turn often holds the answer). Items only reachable as neighbours start from 0."""

@@ -31,7 +31,7 @@ from reverie.memory.entries import LongTermConfig
 from reverie.memory.lint import LintConfig
 from reverie.proactive.service import ProactiveConfig
 from reverie.proactive.upkeep import UpkeepConfig
-from reverie.recall.hybrid import RecallConfig
+from reverie.recall.config import RecallConfig
 from reverie.settings import Settings, config_from
 from reverie.skills import SkillsConfig
 from reverie.working.service import WorkingConfig

@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +29,8 @@ import numpy.typing as npt
 from reverie.core import fusion, text, timeq, tokens
 from reverie.embed.base import Embedder, Vectors, embed_queries
 from reverie.errors import EmbeddingError
-from reverie.recall import typos
+from reverie.recall import introduced, typos
+from reverie.recall.config import RecallConfig
 from reverie.recall.index import VectorIndex, VectorSearch
 from reverie.recall.lexical import LexicalIndex
 from reverie.runtime.coalesce import Coalescer
@@ -65,49 +66,6 @@ _LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 _SHARED: contextvars.ContextVar[dict[tuple[Any, ...], Any] | None] = contextvars.ContextVar(
     "reverie_shared_candidates", default=None
 )
-
-
-@dataclass(frozen=True, slots=True)
-class RecallConfig:
-    """Knobs of hybrid recall; the engine fills them from Settings."""
-
-    # Seed 000 averages the two signals (0.5); 0.35 measured better on LoCoMo with MiniLM (docs/adr/0005).
-    semantic_weight: float = 0.35
-    candidates: int = 100  # per signal, before fusion (at least the limit)
-    min_similarity: float | None = None  # deployment default; None: the model's calibrated floor
-    agent_min_similarity: Mapping[str, float] = field(default_factory=dict, hash=False)
-    model_min_similarity: float | None = None  # the embedder's calibrated default
-    model_strong_similarity: float | None = None  # the embedder's full semantic evidence; None: floor + 0.35
-    query_cache_size: int = 512
-    # Entries in a sequence (metadata.thread + metadata.position) take this share of their best
-    # neighbour's score; 0 turns it off. Entries without a thread are unaffected.
-    neighbour_share: float = 0.3
-    # Threaded entries gain this share of their thread's best evidence (a session that holds the query's
-    # words and meaning lifts each of its turns); 0 turns it off.
-    thread_share: float = 0.5
-    # Hybrid only: a hybrid result set whose best own evidence is below this is empty; a BM25 match whose
-    # similarity is below the floor counts this share of its lexical evidence.
-    min_evidence: float = 0.25
-    uncorroborated_share: float = 0.5
-    # Hybrid only: when the query names a time ("last week", "in May 2023"), an entry saved or dated in it
-    # gains this much, less as its time lies further away (core.timeq); 0 turns it off.
-    time_weight: float = 0.4
-    # Where BM25 candidates come from: "memory" (the in-process ``LexicalIndex``) or "fts" (the store's
-    # full-text search). Filters the index cannot answer (include_archived, any entry filter: one with
-    # ``archived`` or ``superseded`` true reads retired entries) always use the store.
-    lexical: Literal["memory", "fts"] = "memory"
-    # BM25's length normalisation in the in-memory index (FTS5's is 0.75): memories range from three words to
-    # a long turn, and 0.75 let a short entry sharing one word outrank the long one that holds the answer
-    # (LoCoMo turn@10 0.759 -> 0.769 at 0.3, flat from 0 to 0.3; docs/adr/0012). The "fts" source keeps its own.
-    bm25_b: float = 0.3
-    # The in-memory index reads a query word no entry holds as the indexed word it most likely misspells
-    # ("swiming lesons" finds "swimming lessons"; ``LexicalIndex.search_corrected``). The "fts" source reads
-    # words as given.
-    typo_tolerance: bool = True
-    # Fetch the vector signal (query embedding, nearest neighbours, hydration) on a worker thread while this
-    # thread fetches the BM25 one: the slow parts (the model, numpy, the database) release the GIL, so a
-    # hybrid search costs about the slower signal rather than the sum of both.
-    parallel: bool = True
 
 
 @dataclass(slots=True)
@@ -206,6 +164,39 @@ class HybridSearch:
         time the query names, or a neighbour or thread that has one of those. Scores are evidence (see
         ``core.fusion`` and ``HitEvidence``), comparable across queries."""
         wanted = "hybrid" if mode == "auto" else mode
+        if wanted != "hybrid" or self.config.introduction_share <= 0:
+            return self._search(query, flt, limit, wanted, min_similarity)
+        # The first ranking unfloored: an introduction the query describes may be its only (weak) evidence
+        # ("my wife's allergy" matches "My wife Layla is a nurse" by one word).
+        first, weak = self._ranked(query, flt, max(limit, introduced.LOOK), wanted, min_similarity, floored=False)
+        if first.mode == "hybrid":
+
+            def again(rewritten: str) -> SearchResults:
+                return self._search(rewritten, flt, limit, wanted, min_similarity)
+
+            merged = introduced.resolve(query, first, again, self.config.introduction_share, weak=weak)
+            if merged is not None:
+                kept = fusion.near_best([(h.entry.id, h.score) for h in merged[:limit]], self.config.relative_floor)
+                return SearchResults(merged[: len(kept)], mode=first.mode, notes=first.notes)
+        hits = [] if weak else introduced.definition_first(query, first)[:limit]
+        return SearchResults(hits, mode=first.mode, notes=first.notes)
+
+    def _search(
+        self,
+        query: str,
+        flt: FactFilter,
+        limit: int,
+        wanted: str,
+        min_similarity: float | None,
+    ) -> SearchResults:
+        """One ranking of ``query`` in mode ``wanted`` (``search`` without asking again by name)."""
+        return self._ranked(query, flt, limit, wanted, min_similarity, floored=True)[0]
+
+    def _ranked(
+        self, query: str, flt: FactFilter, limit: int, wanted: str, min_similarity: float | None, *, floored: bool
+    ) -> tuple[SearchResults, bool]:
+        """One ranking, and whether its best evidence is below ``recall.min_evidence`` (hybrid only): floored,
+        such a ranking is empty; unfloored, it is returned as it is."""
         depth = max(self.config.candidates, limit)
         period = timeq.find_period(query, flt.now) if wanted == "hybrid" and self.config.time_weight > 0 else None
         found = self._candidates(wanted, query, period, flt, depth)
@@ -219,8 +210,8 @@ class HybridSearch:
             found.similarity,
             *self._timed(period, query, found.entries, flt, depth),
         )
-        hits = self._fused(found.mode, evidence, found.entries, flt, limit)
-        return SearchResults(hits, mode=found.mode, notes=tuple(found.notes))
+        hits, weak = self._fused(found.mode, evidence, found.entries, flt, limit, floored)
+        return SearchResults(hits, mode=found.mode, notes=tuple(found.notes)), weak
 
     def _candidates(
         self, wanted: str, query: str, period: timeq.Period | None, flt: FactFilter, depth: int
@@ -282,11 +273,12 @@ class HybridSearch:
         return strong if strong is not None else min(floor + STRONG_ABOVE_FLOOR, 1.0)
 
     def _fused(
-        self, wanted: str, evidence: _Evidence, entries: dict[str, Ranked], flt: FactFilter, limit: int
-    ) -> list[SearchHit]:
+        self, wanted: str, evidence: _Evidence, entries: dict[str, Ranked], flt: FactFilter, limit: int, floored: bool
+    ) -> tuple[list[SearchHit], bool]:
         """Rank by the mode's evidence; hybrid adds what threads and neighbours lend. Only hits with
         evidence of their own, or lent by a neighbour or thread that has some, are returned."""
         lexical, semantic = evidence.lexical, evidence.semantic
+        weak = False
         if wanted == "bm25":
             own = dict(lexical)
         elif wanted == "vector":
@@ -299,8 +291,9 @@ class HybridSearch:
             )
             own = fusion.weighted(corroborated, semantic, self.config.semantic_weight)
             # An entry saved or dated in the time the query names is evidence enough to answer.
-            if not evidence.in_period and max(own.values(), default=0.0) < self.config.min_evidence:
-                return []  # the best evidence is too weak: nothing rather than noise
+            weak = not evidence.in_period and max(own.values(), default=0.0) < self.config.min_evidence
+            if weak and floored:
+                return [], True  # the best evidence is too weak: nothing rather than noise
         scores = dict(own)
         lent: dict[str, str] = {}  # what lent a hit without evidence of its own its place
         for entry_id, near in evidence.time.items():
@@ -320,13 +313,16 @@ class HybridSearch:
         # Evidence of its own, or lent by its thread or a neighbour; a time near (not in) the named one, or a
         # vector candidate below the floor alone in its thread, is noise.
         kept = fusion.ranked({i: v for i, v in scores.items() if i in found or i in lent}, limit)
+        if wanted == "hybrid":
+            kept = fusion.near_best(kept, self.config.relative_floor)
         whole = self._whole([i for i, _ in kept], entries, flt)
         time_weight = self.config.time_weight
-        return [
+        hits = [
             SearchHit(whole[i], score, _matched_by(i, evidence, lent), evidence.explain(i, own, score, time_weight))
             for i, score in kept
             if i in whole
         ]
+        return hits, weak
 
     def _whole(self, ids: list[str], entries: Mapping[str, Ranked], flt: FactFilter) -> dict[str, MemoryEntry]:
         """The hits' whole entries, read through the caller's filter (the candidates were ``FactCandidate``

@@ -22,7 +22,7 @@ from reverie.memory.contradiction import ContradictionMode
 from reverie.memory.dedup import DedupConfig
 from reverie.memory.entries import LongTermConfig
 from reverie.memory.lint import LintConfig
-from reverie.recall.hybrid import RecallConfig
+from reverie.recall.config import RecallConfig
 from reverie.settings.base import Section
 from reverie.storage.base import StoreOptions
 from reverie.types import Tier
@@ -198,6 +198,19 @@ class RecallSettings(Section):
         ge=0,
         le=1,
         description="a hybrid result set whose best own evidence is below this is empty",
+    )
+    relative_floor: float = Field(
+        _RECALL.relative_floor,
+        ge=0,
+        le=1,
+        description="a hybrid hit scoring under this share of the best hit's score is not returned; 0 keeps all",
+    )
+    introduction_share: float = Field(
+        _RECALL.introduction_share,
+        ge=0,
+        le=1,
+        description="share of its score a hit keeps when found by asking again with the name a query describes "
+        "('Leo is Dan's son' for 'son's drug allergy'); 0 turns it off",
     )
     uncorroborated_share: float = Field(
         _RECALL.uncorroborated_share,

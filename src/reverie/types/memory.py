@@ -246,7 +246,10 @@ class HitEvidence:
     ``bm25`` and ``similarity`` are the raw signals (None: that signal did not find the entry);
     ``lexical`` and ``semantic`` are them as evidence in [0, 1]; ``own`` is the hit's own evidence (the
     mode's mix of the two); ``context`` what its thread and sequence neighbours lent it; ``time`` the
-    boost for matching a time the query names. ``score`` = ``own`` + ``context`` + ``time``."""
+    boost for matching a time the query names. ``score`` = ``own`` + ``context`` + ``time``. A hit ranked by
+    the query asked again by name (``matched_by = "introduction"``) has ``asked_as``, that query; its ``own``,
+    ``context`` and ``time`` are scaled by ``recall.introduction_share``, its raw signals and their evidence
+    are that query's."""
 
     bm25: float | None = None
     similarity: float | None = None
@@ -255,14 +258,16 @@ class HitEvidence:
     own: float = 0.0
     context: float = 0.0
     time: float = 0.0
+    asked_as: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     """One search result. ``score`` is larger for better matches; ``matched_by`` says what found it: its
-    own signals (``bm25``, ``vector``, ``bm25+vector``), a sequence neighbour (``neighbour``), its thread
-    (``thread``), or a fill-in (``substring``, ``recent``, ``pinned``, ``superseded``). ``evidence``
-    explains a ranked hit's score (None for fill-ins)."""
+    own signals (``bm25``, ``vector``, ``bm25+vector``), the time the query names (``time``), a sequence
+    neighbour (``neighbour``), its thread (``thread``), the query asked again by the name of someone it
+    describes (``introduction``), or a fill-in (``substring``, ``recent``, ``pinned``, ``superseded``).
+    ``evidence`` explains a ranked hit's score (None for fill-ins)."""
 
     entry: MemoryEntry
     score: float
