@@ -281,6 +281,18 @@ def test_a_description_too_weak_to_answer_is_still_read_but_a_shared_word_is_not
     assert {h.matched_by for h in found[0.9]} == {"introduction"}  # the weak first ranking lends nothing
 
 
+def test_a_misspelt_description_is_read_as_meant(tmp_path: Path) -> None:
+    """The typo reading corrects "husbnd" to the indexed "husband"; the introduction is read in the query as
+    meant, so the answer is found by name all the same."""
+    facts = ["My husband Raj is a pilot with British Airways.", "Raj is allergic to shellfish.", "Priya is allergic."]
+    with reverie.open(tmp_path / "typo", embedding={"background": False}) as rv:
+        rv.memory.save_many([{"content": f} for f in facts])
+        rv.embed_pending()
+        (top, *_) = rv.memory.search("what is my husbnd allergic to?", limit=3)
+    assert top.entry.content.startswith("Raj is allergic") and top.matched_by == "introduction"
+    assert top.evidence is not None and top.evidence.asked_as == "what is my Raj allergic to?"
+
+
 def test_sequence_neighbours_share_relevance_when_enabled(tmp_path: Path) -> None:
     turns = [
         "Did you ever find a good bakery near the office?",

@@ -168,7 +168,11 @@ class HybridSearch:
             return self._search(query, flt, limit, wanted, min_similarity)
         # The first ranking unfloored: an introduction the query describes may be its only (weak) evidence
         # ("my wife's allergy" matches "My wife Layla is a nurse" by one word).
-        first, weak = self._ranked(query, flt, max(limit, introduced.LOOK), wanted, min_similarity, floored=False)
+        first, weak, meant = self._ranked(
+            query, flt, max(limit, introduced.LOOK), wanted, min_similarity, floored=False
+        )
+        # Introductions are read in the query as meant: "my husbnd's allergy" describes "My husband Raj".
+        query = meant or query
         if first.mode == "hybrid":
 
             def again(rewritten: str) -> SearchResults:
@@ -194,9 +198,9 @@ class HybridSearch:
 
     def _ranked(
         self, query: str, flt: FactFilter, limit: int, wanted: str, min_similarity: float | None, *, floored: bool
-    ) -> tuple[SearchResults, bool]:
-        """One ranking, and whether its best evidence is below ``recall.min_evidence`` (hybrid only): floored,
-        such a ranking is empty; unfloored, it is returned as it is."""
+    ) -> tuple[SearchResults, bool, str | None]:
+        """One ranking; whether its best evidence is below ``recall.min_evidence`` (hybrid only: floored, such a
+        ranking is empty; unfloored, it is returned as it is); and the query respelt when a word was corrected."""
         depth = max(self.config.candidates, limit)
         period = timeq.find_period(query, flt.now) if wanted == "hybrid" and self.config.time_weight > 0 else None
         found = self._candidates(wanted, query, period, flt, depth)
@@ -211,7 +215,7 @@ class HybridSearch:
             *self._timed(period, query, found.entries, flt, depth),
         )
         hits, weak = self._fused(found.mode, evidence, found.entries, flt, limit, floored)
-        return SearchResults(hits, mode=found.mode, notes=tuple(found.notes)), weak
+        return SearchResults(hits, mode=found.mode, notes=tuple(found.notes)), weak, found.meant
 
     def _candidates(
         self, wanted: str, query: str, period: timeq.Period | None, flt: FactFilter, depth: int
@@ -235,7 +239,7 @@ class HybridSearch:
                 out.entries[entry.id] = entry
         if wanted in ("vector", "hybrid"):
             signal = pending.result() if pending is not None else self._vector_signal(query, flt, depth)
-            fixed = typos.respell(query, respelt) if respelt else query
+            fixed = out.meant = typos.respell(query, respelt) if respelt else query
             if fixed != query and signal.scores is not None:
                 # The embedder also reads the query as meant ("swiming" as "swimming"); a candidate keeps the
                 # better of its two similarities, so a wrong reading costs nothing it had.
@@ -548,6 +552,7 @@ class _Candidates:
     entries: dict[str, Ranked] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     complete: bool = False  # the vector signal scored every vector of the agent
+    meant: str | None = None  # the query respelt, when the lexical search corrected a word of it
 
 
 def ideal_share(words: int) -> float:
