@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 
 from reverie.core.text import FILLER, STOPWORDS, query_terms
+from reverie.core.timeq import MONTHS, WEEKDAYS
 
 _NAME = r"[A-Z][\w-]*(?: [A-Z][\w-]*){0,2}"
 _OWNER = r"(?:(?:[Tt]he|[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir) (?:[\w-]+['’]s )?|[A-Z][\w-]*['’]s )"
@@ -52,9 +53,7 @@ _SPACES = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 _POSSESSOR = re.compile(r"\b([A-Z][\w-]*)['’]s\b")
 # Days and months are when, not who: "Wednesday is Dan's no-meeting day" introduces nobody to ask after.
-_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october")
-_NOT_NAMES = frozenset((*_DAYS, *_MONTHS, "november", "december"))
+_NOT_NAMES = frozenset((*WEEKDAYS, *MONTHS))
 # "What is Quill?", "who is Priya?", "what does Aiko do (for a living)?": a question for what a name is.
 _ASKS_WHAT = re.compile(
     r"^\s*(?i:who|what)(?:\s+|['’])(?i:is|are|was|were|s|does|do|did)\s+(?P<name>[A-Z][\w-]*(?: [A-Z][\w-]*){0,2})"
@@ -92,10 +91,9 @@ _ROLES = (
     ("dog", "puppy", "pup"),
     ("cat", "kitten", "kitty"),
 )
-_SAME_ROLE: dict[str, frozenset[str]] = {}
-for _group in _ROLES:
-    for _role in _group:
-        _SAME_ROLE[_role] = _SAME_ROLE.get(_role, frozenset()) | frozenset(_group)
+_SAME_ROLE: dict[str, frozenset[str]] = {
+    role: frozenset(w for group in _ROLES if role in group for w in group) for group in _ROLES for role in group
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,11 +189,6 @@ def asks_what(query: str) -> str | None:
     """The name a question asks what or who it is ("what is Quill?" -> "Quill"), or None."""
     found = _ASKS_WHAT.match(query)
     return found.group("name") if found else None
-
-
-def introduces(introduction: Introduction, name: str) -> bool:
-    """Whether ``introduction`` introduces ``name`` (its first word after a title will do)."""
-    return _form(introduction.first) in {_form(w) for w in name.split()}
 
 
 def rewritten(query: str, words: frozenset[str], introduction: Introduction) -> str:

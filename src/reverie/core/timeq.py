@@ -32,11 +32,11 @@ from typing import Any
 
 from reverie.core.subject_time import SUBJECT_TIME, SUBJECT_TIME_END, SUBJECT_TIME_START, day_bounds
 
-_MONTHS: tuple[str, ...] = ("january", "february", "march", "april", "may", "june", "july", "august")
-_MONTHS += ("september", "october", "november", "december")
+MONTHS: tuple[str, ...] = ("january", "february", "march", "april", "may", "june", "july", "august")
+MONTHS += ("september", "october", "november", "december")
 _MONTH_NUMBER = (
-    {name: i for i, name in enumerate(_MONTHS, start=1)}
-    | {name[:3]: i for i, name in enumerate(_MONTHS, start=1) if name != "may"}
+    {name: i for i, name in enumerate(MONTHS, start=1)}
+    | {name[:3]: i for i, name in enumerate(MONTHS, start=1) if name != "may"}
     | {"sept": 9}
 )
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True)) + r")\.?"
@@ -62,7 +62,7 @@ _NAMED_DAYS = (
     "this evening",
 )
 _NAMED_OFFSET = {"yesterday": -1, "last night": -1, "tomorrow": 1}
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month; three months each
 # Not "of": "what aspect of autumn" is no time.
 _SEASON_PREP = r"(?P<prep>in|during|over|through|for|from|since|before|after|until|till|by)"
@@ -93,7 +93,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("season_year", rf"\b(?:{_SEASON_PREP}\s+)?(?:the\s+)?{_SEASON}\s+(?:of\s+)?(?P<year>(?:19|20)\d{{2}})\b"),
         ("season", rf"\b(?:(?P<which>last|this|next|past)\s+|{_SEASON_PREP}\s+(?:the\s+)?){_SEASON}\b"),
         ("weekend", r"\b(?:(?P<which>last|this|next|past)\s+|(?:at|over|on|during)\s+the\s+)weekend\b"),
-        ("weekday", rf"\b(?P<which>last|this|next|past)\s+(?P<weekday>{'|'.join(_WEEKDAYS)})\b"),
+        ("weekday", rf"\b(?P<which>last|this|next|past)\s+(?P<weekday>{'|'.join(WEEKDAYS)})\b"),
         ("quarter", r"\b(?:(?P<which>last|this|next)\s+quarter|Q(?P<q>[1-4])(?:\s+(?P<year>(?:19|20)\d{2}))?)\b"),
         ("part_unit", r"\b(?:the\s+)?(?P<part>start|beginning|end|middle)\s+of\s+the\s+(?P<unit>week|month|year)\b"),
         ("month", rf"\b(?:{_PREP}\s+){_PART}(?:(?P<which>last|this|next)\s+)?{_MONTH}\b"),
@@ -294,7 +294,7 @@ def _weekend(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetim
 def _weekday(groups: dict[str, Any], today: datetime) -> tuple[datetime, datetime]:
     """ "last Friday": the latest Friday before today; "next Friday": the first after today; "this Friday": the
     one of this week (Monday first)."""
-    wanted = _WEEKDAYS.index(groups["weekday"].lower())
+    wanted = WEEKDAYS.index(groups["weekday"].lower())
     which = groups["which"].lower()
     if which == "this":
         day = today - timedelta(days=today.weekday() - wanted)

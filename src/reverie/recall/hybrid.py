@@ -162,7 +162,8 @@ class HybridSearch:
         fusion and the limit (``recall.candidates``, at least the limit); the floor judges what is
         returned, not what is fused: a hit needs lexical evidence, a similarity at or above the floor, a
         time the query names, or a neighbour or thread that has one of those. Scores are evidence (see
-        ``core.fusion`` and ``HitEvidence``), comparable across queries."""
+        ``core.fusion`` and ``HitEvidence``), comparable across queries. Hybrid searches read the introductions
+        among their first hits (``recall.introduced``): a query that describes someone is asked again by name."""
         wanted = "hybrid" if mode == "auto" else mode
         if wanted != "hybrid" or self.config.introduction_share <= 0:
             return self._search(query, flt, limit, wanted, min_similarity)

@@ -30,7 +30,6 @@ from reverie.core.introductions import (
     asks_what,
     covers,
     described,
-    introduces,
     names_in,
     read_introduction,
     rewritten,
@@ -101,7 +100,7 @@ def definition_first(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
         return ranked
     for i, hit in enumerate(ranked[:LOOK]):
         introduction = read_introduction(hit.entry.content)
-        if introduction is not None and introduces(introduction, name):
+        if introduction is not None and names_in(name, introduction):
             if i == 0:
                 return ranked
             gain = ranked[0].score - hit.score
