@@ -17,6 +17,7 @@ import reverie
 from reverie import Scope
 from reverie.clock import FakeClock
 from reverie.errors import ModelMismatch
+from reverie.recall import introduced
 from reverie.testing import ScriptedOpenAIServer
 
 HASH = {"provider": "hash", "background": False}
@@ -290,7 +291,40 @@ def test_a_misspelt_description_is_read_as_meant(tmp_path: Path) -> None:
         rv.embed_pending()
         (top, *_) = rv.memory.search("what is my husbnd allergic to?", limit=3)
     assert top.entry.content.startswith("Raj is allergic") and top.matched_by == "introduction"
-    assert top.evidence is not None and top.evidence.asked_as == "what is my Raj allergic to?"
+    assert top.evidence is not None and top.evidence.asked_as == "what is Raj allergic to?"
+
+
+def test_an_introduction_below_the_first_five_is_read_when_the_query_names_its_owner(tmp_path: Path) -> None:
+    """ "Dan's side project's first stable release": Dan's other facts share "Dan" and "first", so "Quill is Dan's
+    side project" ranks below the first five, where a description alone is not read. The query names its owner
+    (Dan's) as well as its words, so it is read further down (``introduced.DEEP``) and asked again as "Quill's
+    first stable release"."""
+    facts = [
+        "Quill is Dan's side project: a command-line tool that turns Markdown notes into a static website.",
+        "Quill 1.0 was released on 2025-11-30.",
+        "Dan is Omar's onboarding buddy for his first three months.",
+        "Dan ran his first half marathon in April.",
+        "Dan's first job was at a bakery in Leeds.",
+        "Dan keeps a stable of three old bikes in the garage.",
+        "Dan's release notes always start with the breaking changes.",
+        "Dan plays five-a-side football on Tuesday evenings.",
+        "Dan is a senior engineer on the platform team.",
+    ]
+    query = "Dan's side project's first stable release"
+    found: dict[float, list[str]] = {}
+    for share in (0.0, 0.9):
+        with reverie.open(
+            tmp_path / f"deep-{share}", embedding={"background": False}, recall={"introduction_share": share}
+        ) as rv:
+            rv.memory.save_many([{"content": f} for f in facts])
+            rv.embed_pending()
+            found[share] = [h.entry.content for h in rv.memory.search(query, limit=10)]
+            top = rv.memory.search(query, limit=3)[0]
+    first = [c.split(":")[0] for c in found[0.0]]
+    assert "Quill is Dan's side project" in first and first.index("Quill is Dan's side project") >= introduced.LOOK
+    assert found[0.9][0] == facts[1]
+    assert top.matched_by == "introduction" and top.evidence is not None
+    assert top.evidence.asked_as == "Quill's first stable release"
 
 
 def test_sequence_neighbours_share_relevance_when_enabled(tmp_path: Path) -> None:

@@ -13,8 +13,11 @@ from reverie.core.introductions import (
     covers,
     described,
     names_in,
+    owned,
+    possessors,
     read_introduction,
     rewritten,
+    same_role,
 )
 
 
@@ -115,15 +118,21 @@ def test_a_query_asks_more_when_a_topic_word_is_left() -> None:
     [
         ("Leo is Dan's son.", "son's drug allergy", "Leo's drug allergy"),
         ("Leo is Dan's son.", "Dan's son's drug allergy", "Leo's drug allergy"),
-        ("Leo is Dan's son.", "what is my son allergic to?", "what is my Leo allergic to?"),
+        ("Leo is Dan's son.", "what is my son allergic to?", "what is Leo allergic to?"),
         ("Leo is Dan's son.", "when does Dan's son see Dan's mum", "when does Leo see Dan's mum"),
         ("Margaret is Dan's mother.", "Dan's mum's operation", "Margaret's operation"),
-        ("Helen Carter is Dan's engineering manager.", "the engineering manager quitting", "the Helen quitting"),
+        ("Helen Carter is Dan's engineering manager.", "the engineering manager quitting", "Helen quitting"),
         (
             "Harbor is Northwind's payments platform.",
             "release day for the payments platform",
-            "release day for the Harbor",
+            "release day for Harbor",
         ),
+        (
+            "Marco Bellini is the site reliability engineer for Harbor.",
+            "the reliability engineer's summer break",
+            "Marco's summer break",
+        ),
+        ("My wife Layla is a nurse.", "(my wife) allergic to", "(Layla) allergic to"),
     ],
 )
 def test_a_query_rewritten_by_name(intro: str, query: str, expected: str) -> None:
@@ -171,6 +180,29 @@ def test_a_rewrite_names_once_and_keeps_every_other_word_in_order(words: list[st
     out = rewritten(query, used, leo).split()
     assert out.count("Leo") == 1  # the description's words become the name once
     out.remove("Leo")
-    # The owner's possessive goes before the described word, every other word stays in order.
-    owned = {i for i, w in enumerate(words[:-1]) if w == "Dan's" and words[i + 1] in ("son", "sons")}
-    assert out == [w for i, w in enumerate(words) if w not in ("son", "sons") and i not in owned]
+    # The owner's possessive and a determiner go before the described word, every other word stays in order.
+    gone = {i for i, w in enumerate(words[:-1]) if w in ("Dan's", "the") and words[i + 1] in ("son", "sons")}
+    assert out == [w for i, w in enumerate(words) if w not in ("son", "sons") and i not in gone]
+
+
+def test_a_role_has_other_names_and_other_words_have_none() -> None:
+    assert same_role("dad") == {"father", "daddy", "pa"}
+    assert "mother" in same_role("Mum") and "mum" not in same_role("mum")
+    assert {"son", "daughter", "child"} <= same_role("kids")  # a plural as its singular
+    assert same_role("allergy") == frozenset() and same_role("engineer") == frozenset()
+
+
+def test_whose_things_a_query_asks_about() -> None:
+    assert possessors("Dan's partner's job") == {"dan"}
+    assert possessors("what is my wife allergic to?") == {"my"}
+    assert possessors("when does our dentist open") == {"our"}
+    assert possessors("partner's job") == frozenset()  # a role, not a name: no owner named
+
+
+def test_a_query_owns_an_introduction_when_it_names_its_owner() -> None:
+    elena, layla = _intro("Elena is Dan's wife."), _intro("My wife Layla is a nurse.")
+    kapoor = _intro("Our dentist is Dr Kapoor.")
+    assert owned("Dan's partner's job", elena) and not owned("Marco's partner's job", elena)
+    assert not owned("the wife's job", elena)  # the description's words, but no owner named
+    assert owned("my wife's allergy", layla) and owned("my dentist's hours", kapoor)  # my and our alike
+    assert not owned("Dan's wife's allergy", layla) and not owned("the dentist's hours", kapoor)

@@ -50,7 +50,10 @@ _CLAUSE = re.compile(r" (?:and|but|who|which|that|where|when|since|for|from|with
 _PIECES = re.compile(r"[^\W_]+|[\W_]+")
 _ORPHAN_S = re.compile(r"(^|\s)['’]s\b")
 _SPACES = re.compile(r"\s+")
+# The words that introduce a description in a query: dropped with it when the name takes its place.
+_INTRODUCING = frozenset({"my", "our", "your", "his", "her", "their", "the"})
 _WORD = re.compile(r"[^\W_]+")
+_FIRST_PERSON = frozenset({"my", "our"})
 _POSSESSOR = re.compile(r"\b([A-Z][\w-]*)['’]s\b")
 # Days and months are when, not who: "Wednesday is Dan's no-meeting day" introduces nobody to ask after.
 _NOT_NAMES = frozenset((*WEEKDAYS, *MONTHS))
@@ -94,6 +97,13 @@ _ROLES = (
 _SAME_ROLE: dict[str, frozenset[str]] = {
     role: frozenset(w for group in _ROLES if role in group for w in group) for group in _ROLES for role in group
 }
+
+
+def same_role(word: str) -> frozenset[str]:
+    """The other everyday names of the family or work role ``word`` names ("dad": father, daddy, pa), empty for
+    any other word; plurals as singulars ("kids" as "kid")."""
+    form = _form(word)
+    return _SAME_ROLE.get(form, frozenset()) - {form}
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +178,21 @@ def described(query: str, introduction: Introduction) -> frozenset[str]:
     return found if head in found or found & _SAME_ROLE.get(head, frozenset()) else frozenset()
 
 
+def possessors(query: str) -> frozenset[str]:
+    """Whose things ``query`` asks about, as compared here: capitalised possessives ("Dan's") and "my"/"our"."""
+    return frozenset(_form(m) for m in _POSSESSOR.findall(query)) | (set(_forms(query)) & _FIRST_PERSON)
+
+
+def owned(query: str, introduction: Introduction) -> bool:
+    """Whether ``query`` names the introduction's owner as a possessor: "Dan's partner" for "Elena is Dan's
+    wife", "my wife" for "My wife Layla" (my and our alike: "our dentist" is "my dentist" too). A query that
+    owns what it describes is read further down a ranking than one that only shares the description's words."""
+    named = possessors(query)
+    if introduction.owner:
+        return introduction.owner <= named
+    return _forms(introduction.description)[0] in _FIRST_PERSON and bool(named & _FIRST_PERSON)
+
+
 def covers(words: frozenset[str], introduction: Introduction) -> bool:
     """Whether ``words`` (what ``described`` found) say the whole description, each word or one of its role's
     other names: "my wife" for "My wife", "expenses app" for "our expenses app", not "app" alone for "the
@@ -192,9 +217,11 @@ def asks_what(query: str) -> str | None:
 
 
 def rewritten(query: str, words: frozenset[str], introduction: Introduction) -> str:
-    """``query`` asked by name: its words among ``words`` become the name's first word, once, and the owner's
-    possessive before them goes ("Dan's son's drug allergy" for Leo becomes "Leo's drug allergy"). The first
-    word alone, because later memories say "Helen" more often than "Helen Carter"."""
+    """``query`` asked by name: its words among ``words`` become the name's first word, once; the owner's
+    possessive and a determiner before them go ("Dan's son's drug allergy" for Leo becomes "Leo's drug
+    allergy", "what is my wife allergic to?" "what is Layla allergic to?", "the reliability engineer's
+    holiday" "Marco's holiday"). The first word alone, because later memories say "Helen" more often than
+    "Helen Carter"."""
     name = introduction.first
     pieces = _PIECES.findall(query)
     out: list[str] = []
@@ -205,7 +232,22 @@ def rewritten(query: str, words: frozenset[str], introduction: Introduction) -> 
         owner = possessive and _form(piece) in introduction.owner and _form(following) in words
         if not (piece[0].isalnum() and (_form(piece) in words or owner)):
             out.append(piece)
-        elif _form(piece) in words and name not in out:
-            out.append(name)
+        elif _form(piece) in words:
+            _drop_before_name(out, name)
+            if name not in out:
+                out.append(name)
     # An owner's "'s" left without its owner ("Dan's son" -> "'s Leo") goes too.
     return _SPACES.sub(" ", _ORPHAN_S.sub(r"\1", "".join(out))).strip()
+
+
+def _drop_before_name(out: list[str], name: str) -> None:
+    """Before a described word: a determiner that introduced it goes ("my wife" is "Layla", not "my Layla"), and
+    so does the space after the name when the word continues the description ("reliability engineer's" is
+    "Marco's")."""
+    space = out.pop() if out and out[-1].isspace() else ""
+    if out and out[-1] == name:
+        return
+    if out and out[-1].lower() in _INTRODUCING:
+        out.pop()  # what preceded the determiner keeps its own separator
+    elif space:
+        out.append(space)

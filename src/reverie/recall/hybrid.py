@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -27,13 +27,13 @@ import numpy as np
 import numpy.typing as npt
 
 from reverie.core import fusion, text, timeq, tokens
-from reverie.embed.base import Embedder, Vectors, embed_queries
+from reverie.embed.base import Embedder
 from reverie.errors import EmbeddingError
 from reverie.recall import introduced, typos
 from reverie.recall.config import RecallConfig
 from reverie.recall.index import VectorIndex, VectorSearch
 from reverie.recall.lexical import LexicalIndex
-from reverie.runtime.coalesce import Coalescer
+from reverie.recall.query_vectors import QueryEmbeddings
 from reverie.storage.base import FactCandidate, FactFilter, Store
 from reverie.types import HitEvidence, MemoryEntry, SearchHit, SearchResults
 
@@ -77,32 +77,6 @@ class _Signal:
     entries: dict[str, Ranked] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     complete: bool = False  # every vector of the agent was scored: an entry missing from ``scores`` has none
-
-
-class QueryEmbeddings:
-    """A small LRU of query vectors: agents repeat queries, and embedding is the slow part of a search.
-    Queries missing from it at the same time (concurrent searches) are embedded together, one model run for
-    all (``runtime.coalesce``)."""
-
-    def __init__(self, embedder: Embedder, size: int) -> None:
-        self._embedder = embedder
-        self._embed: Coalescer[str, Vectors] = Coalescer(lambda queries: list(embed_queries(embedder, queries)))
-        self._size = size
-        self._cache: OrderedDict[str, Vectors] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, query: str) -> Vectors:
-        with self._lock:
-            hit = self._cache.get(query)
-            if hit is not None:
-                self._cache.move_to_end(query)
-                return hit
-        vector: Vectors = self._embed(query)
-        with self._lock:
-            self._cache[query] = vector
-            while len(self._cache) > self._size:
-                self._cache.popitem(last=False)
-        return vector
 
 
 class HybridSearch:
@@ -169,17 +143,24 @@ class HybridSearch:
             return self._search(query, flt, limit, wanted, min_similarity)
         # The first ranking unfloored: an introduction the query describes may be its only (weak) evidence
         # ("my wife's allergy" matches "My wife Layla is a nurse" by one word).
-        first, weak, meant = self._ranked(
-            query, flt, max(limit, introduced.LOOK), wanted, min_similarity, floored=False
+        first, weak, meant, order = self._ranked(
+            query, flt, max(limit, introduced.LOOK), wanted, min_similarity, floored=False, deep=introduced.DEEP
         )
         # Introductions are read in the query as meant: "my husbnd's allergy" describes "My husband Raj".
         query = meant or query
         if first.mode == "hybrid":
 
             def again(rewritten: str) -> SearchResults:
-                return self._search(rewritten, flt, limit, wanted, min_similarity)
+                # Deep enough that the hits naming the person are ranked by it, not left at their first rank.
+                return self._search(rewritten, flt, max(limit, introduced.DEEP), wanted, min_similarity)
 
-            merged = introduced.resolve(query, first, again, self.config.introduction_share, weak=weak)
+            def deeper() -> list[MemoryEntry]:
+                below = order[introduced.LOOK : introduced.DEEP]
+                whole = {e.id: e for e in self._store.facts.get_many(below, flt)}
+                return [whole[i] for i in below if i in whole]
+
+            share = self.config.introduction_share
+            merged = introduced.resolve(query, first, again, share, weak=weak, deeper=deeper)
             if merged is not None:
                 kept = fusion.near_best([(h.entry.id, h.score) for h in merged[:limit]], self.config.relative_floor)
                 return SearchResults(merged[: len(kept)], mode=first.mode, notes=first.notes)
@@ -198,10 +179,19 @@ class HybridSearch:
         return self._ranked(query, flt, limit, wanted, min_similarity, floored=True)[0]
 
     def _ranked(
-        self, query: str, flt: FactFilter, limit: int, wanted: str, min_similarity: float | None, *, floored: bool
-    ) -> tuple[SearchResults, bool, str | None]:
+        self,
+        query: str,
+        flt: FactFilter,
+        limit: int,
+        wanted: str,
+        min_similarity: float | None,
+        *,
+        floored: bool,
+        deep: int = 0,
+    ) -> tuple[SearchResults, bool, str | None, list[str]]:
         """One ranking; whether its best evidence is below ``recall.min_evidence`` (hybrid only: floored, such a
-        ranking is empty; unfloored, it is returned as it is); and the query respelt when a word was corrected."""
+        ranking is empty; unfloored, it is returned as it is); the query respelt when a word was corrected; and
+        the ids of the ranking's first ``deep`` (at least its hits), best first."""
         depth = max(self.config.candidates, limit)
         period = timeq.find_period(query, flt.now) if wanted == "hybrid" and self.config.time_weight > 0 else None
         found = self._candidates(wanted, query, period, flt, depth)
@@ -215,8 +205,8 @@ class HybridSearch:
             found.similarity,
             *self._timed(period, query, found.entries, flt, depth),
         )
-        hits, weak = self._fused(found.mode, evidence, found.entries, flt, limit, floored)
-        return SearchResults(hits, mode=found.mode, notes=tuple(found.notes)), weak, found.meant
+        hits, weak, order = self._fused(found.mode, evidence, found.entries, flt, (limit, deep), floored)
+        return SearchResults(hits, mode=found.mode, notes=tuple(found.notes)), weak, found.meant, order
 
     def _candidates(
         self, wanted: str, query: str, period: timeq.Period | None, flt: FactFilter, depth: int
@@ -278,10 +268,18 @@ class HybridSearch:
         return strong if strong is not None else min(floor + STRONG_ABOVE_FLOOR, 1.0)
 
     def _fused(
-        self, wanted: str, evidence: _Evidence, entries: dict[str, Ranked], flt: FactFilter, limit: int, floored: bool
-    ) -> tuple[list[SearchHit], bool]:
+        self,
+        wanted: str,
+        evidence: _Evidence,
+        entries: dict[str, Ranked],
+        flt: FactFilter,
+        depth: tuple[int, int],
+        floored: bool,
+    ) -> tuple[list[SearchHit], bool, list[str]]:
         """Rank by the mode's evidence; hybrid adds what threads and neighbours lend. Only hits with
-        evidence of their own, or lent by a neighbour or thread that has some, are returned."""
+        evidence of their own, or lent by a neighbour or thread that has some, are returned: the first
+        ``depth[0]`` (the limit), and the ids of the first ``depth[1]`` (at least the hits)."""
+        limit, deep = depth
         lexical, semantic = evidence.lexical, evidence.semantic
         weak = False
         if wanted == "bm25":
@@ -298,7 +296,7 @@ class HybridSearch:
             # An entry saved or dated in the time the query names is evidence enough to answer.
             weak = not evidence.in_period and max(own.values(), default=0.0) < self.config.min_evidence
             if weak and floored:
-                return [], True  # the best evidence is too weak: nothing rather than noise
+                return [], True, []  # the best evidence is too weak: nothing rather than noise
         scores = dict(own)
         lent: dict[str, str] = {}  # what lent a hit without evidence of its own its place
         for entry_id, near in evidence.time.items():
@@ -317,9 +315,10 @@ class HybridSearch:
         found = {i for i in scores if i in lexical or i in evidence.above_floor or i in evidence.in_period}
         # Evidence of its own, or lent by its thread or a neighbour; a time near (not in) the named one, or a
         # vector candidate below the floor alone in its thread, is noise.
-        kept = fusion.ranked({i: v for i, v in scores.items() if i in found or i in lent}, limit)
+        order = fusion.ranked({i: v for i, v in scores.items() if i in found or i in lent}, max(limit, deep))
         if wanted == "hybrid":
-            kept = fusion.near_best(kept, self.config.relative_floor)
+            order = fusion.near_best(order, self.config.relative_floor)
+        kept = order[:limit]
         whole = self._whole([i for i, _ in kept], entries, flt)
         time_weight = self.config.time_weight
         hits = [
@@ -327,7 +326,7 @@ class HybridSearch:
             for i, score in kept
             if i in whole
         ]
-        return hits, weak
+        return hits, weak, [i for i, _ in order]
 
     def _whole(self, ids: list[str], entries: Mapping[str, Ranked], flt: FactFilter) -> dict[str, MemoryEntry]:
         """The hits' whole entries, read through the caller's filter (the candidates were ``FactCandidate``

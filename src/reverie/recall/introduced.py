@@ -2,14 +2,17 @@
 
 "son's drug allergy" ranks "Leo is Dan's son" first (it shares "son") and the answer, "Leo is allergic to
 penicillin", nowhere near: MiniLM relates "son" and "Leo" weakly. When one of a hybrid search's first
-``LOOK`` hits is an introduction the query describes without naming, the search is asked again with the name
+``LOOK`` hits is an introduction the query describes without naming (or one of the first ``DEEP`` whose owner
+the query also names: "Dan's partner's job" for "Elena is Dan's wife"), the search is asked again with the name
 in place of the description ("Leo's drug allergy") and the rankings merge, the second scaled by
 ``recall.introduction_share``. The other way round, a question for what a name is ("what is Quill?") moves the
 name's introduction first (``definition_first``).
 
 Invariants:
 - At most one second search per query, for the best-ranked introduction the query describes; queries that
-  describe none cost nothing more. The second search never runs a third.
+  describe none cost nothing more, except that one naming a possessor ("Dan's", "my") with no introduction
+  among its first ``LOOK`` hits reads the entries below them, to ``DEEP``. The second search never runs a
+  third.
 - A hit that names the introduced person (the introduction too) is ranked by the second search alone: the
   question is about them. Any other first hit keeps the better of its first score and its scaled second one.
   When the first ranking was too weak to answer (below ``recall.min_evidence``), only the second's hits count.
@@ -31,33 +34,54 @@ from reverie.core.introductions import (
     covers,
     described,
     names_in,
+    owned,
+    possessors,
     read_introduction,
     rewritten,
 )
-from reverie.types import SearchHit
+from reverie.types import MemoryEntry, SearchHit
 
 LOOK = 5  # how many of the first hits are read for an introduction
+DEEP = 20  # how far down the first ranking an introduction whose owner the query names is read
 
 
 def resolve(
-    query: str, hits: Sequence[SearchHit], ask: Callable[[str], Sequence[SearchHit]], share: float, *, weak: bool
+    query: str,
+    hits: Sequence[SearchHit],
+    ask: Callable[[str], Sequence[SearchHit]],
+    share: float,
+    *,
+    weak: bool,
+    deeper: Callable[[], Sequence[MemoryEntry]] | None = None,
 ) -> list[SearchHit] | None:
-    """``hits`` ranked again with ``query`` asked by the introduced name, best first; None when none of the
-    first ``LOOK`` hits introduces someone the query describes and asks something more about (or ``share`` is
-    0). ``weak``: the first ranking's evidence is below the floor, so only a query that says the whole
-    description is asked again, and only the second search's hits count."""
+    """``hits`` ranked again with ``query`` asked by the introduced name, best first; None when no introduction
+    the query describes and asks something more about is found (or ``share`` is 0). The first ``LOOK`` hits
+    are read for any introduction the query describes; ``deeper`` (the first ranking's entries below them, to
+    ``DEEP``, fetched only when needed) for one whose owner the query also names ("Dan's partner's job" for
+    "Elena is Dan's wife"). ``weak``: the first ranking's evidence is below the floor, so only a query that
+    says the whole description is asked again, and only the second search's hits count."""
     if share <= 0:
         return None
-    for hit in hits[:LOOK]:
-        introduction = read_introduction(hit.entry.content)
-        if introduction is None:
-            continue
-        words = described(query, introduction)
-        # A ranking too weak to answer is read only for a query that says the whole description: "how do I deploy
-        # a Django app" says "app", not "the customer mobile app".
-        if words and asks_more(query, words, introduction) and (not weak or covers(words, introduction)):
-            asked = rewritten(query, words, introduction)
-            return _merged(() if weak else hits, ask(asked), introduction, share, asked)
+    found = next((f for hit in hits[:LOOK] if (f := _asked(query, hit.entry.content, weak)) is not None), None)
+    if found is None and deeper is not None and possessors(query):
+        found = next((f for e in deeper() if (f := _asked(query, e.content, weak, owner=True)) is not None), None)
+    if found is None:
+        return None
+    introduction, asked = found
+    return _merged(() if weak else hits, ask(asked), introduction, share, asked)
+
+
+def _asked(query: str, content: str, weak: bool, *, owner: bool = False) -> tuple[Introduction, str] | None:
+    """The introduction ``content`` opens with and ``query`` asked by its name, when the query describes it (and
+    names its owner, with ``owner``) and asks something more about it."""
+    introduction = read_introduction(content)
+    if introduction is None or (owner and not owned(query, introduction)):
+        return None
+    words = described(query, introduction)
+    # A ranking too weak to answer is read only for a query that says the whole description: "how do I deploy
+    # a Django app" says "app", not "the customer mobile app".
+    if words and asks_more(query, words, introduction) and (not weak or covers(words, introduction)):
+        return introduction, rewritten(query, words, introduction)
     return None
 
 

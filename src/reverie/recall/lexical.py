@@ -27,11 +27,24 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from reverie.core.introductions import same_role
+from reverie.core.tokens import word
 from reverie.recall.postings import B, Floats, Ints, Postings, bm25, build, idf, weighted_terms
 from reverie.recall.typos import edits_allowed, may_be_typo
 from reverie.storage.base import FactFilter, Store, TextRow, TextSnapshot
 
 NO_CODE = -1  # user_id / session_id NULL: the entry is visible to every user / session of the agent
+
+
+def _read(index: _AgentIndex, term: str, said: str) -> str:
+    """``term`` as ``LexicalIndex.search_corrected`` reads it (``said``: the word as written)."""
+    if index.matching(term):
+        return term
+    # Role names are words, not typos: "boss" is never one edit from anything an entry holds about a manager.
+    held = [(index.matching(w), w) for w in sorted({word(r) for r in same_role(said)}) if index.matching(w)]
+    if held:
+        return max(held)[1]
+    return index.nearest_word(term) or term if may_be_typo(said) else term
 
 
 class _Codes:
@@ -300,19 +313,17 @@ class LexicalIndex:
     def search_corrected(
         self, flt: FactFilter, terms: Sequence[str], written: Sequence[str], k: int
     ) -> tuple[list[str], list[tuple[str, float]]]:
-        """``search`` after reading misspellings: each of ``terms`` (index words) that no live entry of the agent
-        holds, and whose ``written`` form (the query word, lower case) ``typos.may_be_typo``, is replaced by the
-        indexed word it most likely misspells (``_AgentIndex.nearest_word``: "swiming" is read as "swimming"),
-        or kept when none is near. Returns the terms searched and the hits; one catch-up with the store serves
-        both."""
+        """``search`` after reading words the memory lacks: each of ``terms`` (index words) that no live entry of
+        the agent holds is read as the other name of its family or work role that most entries hold ("dad" as
+        "father", "boss" as "manager"); failing that, when its ``written`` form (the query word, lower case)
+        ``typos.may_be_typo``, as the indexed word it most likely misspells (``_AgentIndex.nearest_word``:
+        "swiming" is read as "swimming"); else it is kept. Returns the terms searched and the hits; one catch-up
+        with the store serves both."""
         if not self.supports(flt):
             raise ValueError("the lexical index holds no archived entries; search the store instead")
         with self._lock:
             index = self._current(flt.scope.agent_id)
-            searched = [
-                term if index.matching(term) or not may_be_typo(said) else index.nearest_word(term) or term
-                for term, said in zip(terms, written, strict=True)
-            ]
+            searched = [_read(index, term, said) for term, said in zip(terms, written, strict=True)]
             return searched, index.top(flt, searched, k, self.b)
 
     def ideal(self, agent_id: str, terms: Sequence[str]) -> float:
