@@ -96,9 +96,9 @@ def test_the_embedder_also_reads_the_query_as_meant(tmp_path: Path, clock: FakeC
 
 
 def test_a_role_word_the_memory_lacks_is_read_as_the_roles_other_name(engine: reverie.Reverie) -> None:
-    """"mum" is no typo (an English word) and no entry holds it; the memory says "mother", so "mum" is read as
-    "mother" (the role's other name most entries hold), and the fact is found by its words. A role word the
-    memory holds, or one with no other name in it ("grandma"), stays as written."""
+    """The word "mum" is no typo (an English word) and no entry holds it; the memory says "mother", so "mum" is
+    read as "mother" (the role's other name most entries hold), and the fact is found by its words. A role word
+    the memory holds, or one with no other name in it ("grandma"), stays as written."""
     assert corrected(engine, "when does Dan phone his mum") == ["dan", "phone", word("mother")]
     assert corrected(engine, "Dan's mother") == ["dan", word("mother")]
     assert corrected(engine, "grandma's recipes") == ["grandma", word("recipes")]

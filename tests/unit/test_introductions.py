@@ -189,6 +189,8 @@ def test_a_role_has_other_names_and_other_words_have_none() -> None:
     assert same_role("dad") == {"father", "daddy", "pa"}
     assert "mother" in same_role("Mum") and "mum" not in same_role("mum")
     assert {"son", "daughter", "child"} <= same_role("kids")  # a plural as its singular
+    assert same_role("partner") == {"wife", "husband", "spouse"}
+    assert "husband" not in same_role("wife") and "daughter" not in same_role("son")  # never the other one
     assert same_role("allergy") == frozenset() and same_role("engineer") == frozenset()
 
 

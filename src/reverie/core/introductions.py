@@ -22,8 +22,12 @@ Invariants:
 - ``asks_what`` reads a question for what a name is ("what is Quill?", "what does Aiko do?"), which the
   name's introduction answers.
 - ``rewritten`` replaces the query words that matched the description with the name's first word, once, and
-  drops the owner's possessive before them; the rest of the query is kept in order, so its other words still
-  rank the answer.
+  drops the owner's possessive and a determiner before them; the rest of the query is kept in order, so its
+  other words still rank the answer.
+- ``owned``: the query names the introduction's owner ("Dan's", or "my"/"our" for a description opening with
+  them); recall reads such introductions further down a ranking. ``same_role`` gives a role word's other names
+  (the lexical index reads a role word no entry holds as one of them); a wife is never a husband, a son never a
+  daughter.
 - Days and months are never introduced names ("Wednesday is Dan's no-meeting day").
 """
 
@@ -84,7 +88,10 @@ _ROLES = (
     ("father", "dad", "daddy", "pa"),
     ("grandmother", "grandma", "granny", "gran", "nan", "nana"),
     ("grandfather", "grandpa", "granddad", "grandad"),
-    ("wife", "husband", "spouse", "partner"),
+    # A wife is not a husband: the two share only the neutral words (a query for "my husband" when the memory
+    # says "wife" is about someone it does not know).
+    ("wife", "spouse", "partner"),
+    ("husband", "spouse", "partner"),
     ("son", "boy", "kid", "child"),
     ("daughter", "girl", "kid", "child"),
     ("brother", "sibling"),
