@@ -40,7 +40,10 @@ from reverie.core.text import FILLER, STOPWORDS, query_terms
 from reverie.core.timeq import MONTHS, WEEKDAYS
 
 _NAME = r"[A-Z][\w-]*(?: [A-Z][\w-]*){0,2}"
-_OWNER = r"(?:(?:[Tt]he|[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir) (?:[\w-]+['’]s )?|[A-Z][\w-]*['’]s )"
+# The words that open a definite description ("my wife", "the customer mobile app", "our dentist").
+_DETERMINING = ("the", "my", "our", "his", "her", "their")
+_DETERMINER = "|".join(f"[{w[0].upper()}{w[0]}]{w[1:]}" for w in _DETERMINING)  # "[Tt]he|[Mm]y|…"
+_OWNER = rf"(?:(?:{_DETERMINER}) (?:[\w-]+['’]s )?|[A-Z][\w-]*['’]s )"
 _FORWARD = re.compile(rf"^(?P<name>{_NAME}) is (?:also )?(?P<desc>{_OWNER}[^.;:,()!?]+)")
 _REVERSE = re.compile(
     rf"^(?P<desc>{_OWNER}[\w -]+?) is (?P<name>{_NAME})(?=[.,;:!?]|$| (?:and|who|at|in|on|from|of|with|since)\b)"
@@ -55,7 +58,7 @@ _PIECES = re.compile(r"[^\W_]+|[\W_]+")
 _ORPHAN_S = re.compile(r"(^|\s)['’]s\b")
 _SPACES = re.compile(r"\s+")
 # The words that introduce a description in a query: dropped with it when the name takes its place.
-_INTRODUCING = frozenset({"my", "our", "your", "his", "her", "their", "the"})
+_INTRODUCING = frozenset({*_DETERMINING, "your"})
 _WORD = re.compile(r"[^\W_]+")
 _FIRST_PERSON = frozenset({"my", "our"})
 _POSSESSOR = re.compile(r"\b([A-Z][\w-]*)['’]s\b")
@@ -151,7 +154,7 @@ def read_introduction(text: str) -> Introduction | None:
         description = _CLAUSE.split(found.group("desc"), maxsplit=1)[0].strip()
         if description.split()[-1].lower() in STOPWORDS:
             continue  # "Pepper's vet is Chorlton Vets" read as an appositive: a verb is no role
-        owner = re.match(r"(?:(?:the|my|our|his|her|their) )?([\w-]+)['’]s ", description, re.IGNORECASE)
+        owner = re.match(rf"(?:(?:{_DETERMINER}) )?([\w-]+)['’]s ", description)
         introduction = Introduction(
             name=found.group("name"),
             description=description,

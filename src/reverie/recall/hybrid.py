@@ -156,7 +156,8 @@ class HybridSearch:
 
             def deeper() -> list[MemoryEntry]:
                 below = order[introduced.LOOK : introduced.DEEP]
-                whole = {e.id: e for e in self._store.facts.get_many(below, flt)}
+                whole = {h.entry.id: h.entry for h in first}  # the hits beyond the fifth are read already
+                whole.update((e.id, e) for e in self._store.facts.get_many([i for i in below if i not in whole], flt))
                 return [whole[i] for i in below if i in whole]
 
             share = self.config.introduction_share

@@ -41,7 +41,7 @@ def _read(index: _AgentIndex, term: str, said: str) -> str:
     if index.matching(term):
         return term
     # Role names are words, not typos: "boss" is never one edit from anything an entry holds about a manager.
-    held = [(index.matching(w), w) for w in sorted({word(r) for r in same_role(said)}) if index.matching(w)]
+    held = [(entries, w) for w in sorted({word(r) for r in same_role(said)}) if (entries := index.matching(w))]
     if held:
         return max(held)[1]
     return index.nearest_word(term) or term if may_be_typo(said) else term
