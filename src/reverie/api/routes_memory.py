@@ -169,6 +169,11 @@ class EvidenceOut(ValueOut):
     asked_as: str | None = Field(
         None, description="matched_by introduction: the query as asked again by name; null otherwise"
     )
+    succeeds: str | None = Field(
+        None,
+        description="the id of an older hit this one was ranked just above because it says it changed what that "
+        "one says (its gain is in context); null otherwise",
+    )
 
 
 class HitOut(ValueOut):

@@ -66,6 +66,7 @@ def hit_parts(hit: SearchHit) -> str:
     raw = [f"bm25 {e.bm25:.3g}"] if e.bm25 is not None else []
     raw += [f"similarity {e.similarity:.3f}"] if e.similarity is not None else []
     raw += [f"asked as {e.asked_as!r}"] if e.asked_as is not None else []
+    raw += [f"changes {e.succeeds} (said later)"] if e.succeeds is not None else []
     return f"matched_by {hit.matched_by}: {parts} + time {e.time:.3f}" + (f"; {', '.join(raw)}" if raw else "")
 
 

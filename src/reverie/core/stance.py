@@ -53,6 +53,7 @@ __all__ = [
     "DEFAULT_STANCE_VOCABULARY",
     "StanceDifference",
     "StanceVocabulary",
+    "change_words",
     "conflicting_sources",
     "merge_flips_stance",
     "merge_stance_conflict",
@@ -436,6 +437,16 @@ def _stem(word: str, language: str) -> str:
         return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
     with _STEMMER_LOCK:
         return str(stemmer.stemWord(word))
+
+
+def change_words(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> frozenset[str]:
+    """The change markers ``text`` says ("now", "moved", "replaced", "went up"; an opening "No," is read as
+    "correction"), and none when it also says it adds a value ("also", "another"): a second value replaces
+    nothing."""
+    tokens = _tokens(_interjection_read(text, vocabulary), vocabulary)
+    if any(t in vocabulary.addition_markers for t in tokens):
+        return frozenset()
+    return frozenset(t for t in tokens if t in vocabulary.change_markers)
 
 
 def topic_words(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> frozenset[str]:

@@ -129,6 +129,7 @@ class Reverie:
             self.embedder,
             service_configs.recall_config(settings, model_floor, model_strong),
             vectors=self._vector_backend,
+            stance=lambda: self.coverage_vocabulary().stance,
         )
         self.aging = Aging(
             self.store,

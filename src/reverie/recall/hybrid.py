@@ -16,7 +16,7 @@ import contextvars
 import logging
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -27,15 +27,17 @@ import numpy as np
 import numpy.typing as npt
 
 from reverie.core import fusion, text, timeq, tokens
+from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY, StanceVocabulary
 from reverie.embed.base import Embedder
 from reverie.errors import EmbeddingError
-from reverie.recall import introduced, typos
+from reverie.recall import introduced, newer, typos
 from reverie.recall.config import RecallConfig
+from reverie.recall.evidence import Evidence, matched_by
 from reverie.recall.index import VectorIndex, VectorSearch
 from reverie.recall.lexical import LexicalIndex
 from reverie.recall.query_vectors import QueryEmbeddings
 from reverie.storage.base import FactCandidate, FactFilter, Store
-from reverie.types import HitEvidence, MemoryEntry, SearchHit, SearchResults
+from reverie.types import MemoryEntry, SearchHit, SearchResults
 
 log = logging.getLogger("reverie.recall")
 MODES = ("auto", "bm25", "vector", "hybrid")
@@ -89,9 +91,12 @@ class HybridSearch:
         config: RecallConfig | None = None,
         *,
         vectors: VectorSearch | None = None,
+        stance: Callable[[], StanceVocabulary] | None = None,
     ) -> None:
-        """``vectors`` is the vector backend (default: the in-process exact ``VectorIndex``)."""
+        """``vectors`` is the vector backend (default: the in-process exact ``VectorIndex``); ``stance`` gives
+        the stance vocabulary in force (default: the built-in one), whose change markers ``newer`` reads."""
         self._store = store
+        self._stance = stance or (lambda: DEFAULT_STANCE_VOCABULARY)
         self.config = config or RecallConfig()
         self.embedder = embedder
         self.index: VectorSearch | None = None
@@ -139,8 +144,11 @@ class HybridSearch:
         ``core.fusion`` and ``HitEvidence``), comparable across queries. Hybrid searches read the introductions
         among their first hits (``recall.introduced``): a query that describes someone is asked again by name."""
         wanted = "hybrid" if mode == "auto" else mode
-        if wanted != "hybrid" or self.config.introduction_share <= 0:
+        if wanted != "hybrid":
             return self._search(query, flt, limit, wanted, min_similarity)
+        if self.config.introduction_share <= 0:
+            found = self._search(query, flt, max(limit, introduced.LOOK), wanted, min_similarity)
+            return SearchResults(self._newer(found)[:limit], mode=found.mode, notes=found.notes)
         # The first ranking unfloored: an introduction the query describes may be its only (weak) evidence
         # ("my wife's allergy" matches "My wife Layla is a nurse" by one word).
         first, weak, meant, order = self._ranked(
@@ -163,10 +171,16 @@ class HybridSearch:
             share = self.config.introduction_share
             merged = introduced.resolve(query, first, again, share, weak=weak, deeper=deeper)
             if merged is not None:
+                merged = self._newer(merged)
                 kept = fusion.near_best([(h.entry.id, h.score) for h in merged[:limit]], self.config.relative_floor)
                 return SearchResults(merged[: len(kept)], mode=first.mode, notes=first.notes)
-        hits = [] if weak else introduced.definition_first(query, first)[:limit]
+        hits = [] if weak else self._newer(introduced.definition_first(query, first))[:limit]
         return SearchResults(hits, mode=first.mode, notes=first.notes)
+
+    def _newer(self, hits: list[SearchHit]) -> list[SearchHit]:
+        """``hits`` with a later one that says it changes an older one above it moved just above it."""
+        ratio = self.config.newer_first
+        return newer.ranked(hits, ratio, self._stance()) if ratio > 0 and len(hits) > 1 else hits
 
     def _search(
         self,
@@ -197,7 +211,7 @@ class HybridSearch:
         period = timeq.find_period(query, flt.now) if wanted == "hybrid" and self.config.time_weight > 0 else None
         found = self._candidates(wanted, query, period, flt, depth)
         floor = self.floor(flt.scope.agent_id, min_similarity) or 0.0
-        evidence = _Evidence(
+        evidence = Evidence(
             fusion.lexical_evidence(found.lexical, found.ideal),
             fusion.semantic_evidence(found.similarity, floor, self._strong(floor)),
             {i: s for i, s in found.similarity.items() if s >= floor},
@@ -271,7 +285,7 @@ class HybridSearch:
     def _fused(
         self,
         wanted: str,
-        evidence: _Evidence,
+        evidence: Evidence,
         entries: dict[str, Ranked],
         flt: FactFilter,
         depth: tuple[int, int],
@@ -323,7 +337,7 @@ class HybridSearch:
         whole = self._whole([i for i, _ in kept], entries, flt)
         time_weight = self.config.time_weight
         hits = [
-            SearchHit(whole[i], score, _matched_by(i, evidence, lent), evidence.explain(i, own, score, time_weight))
+            SearchHit(whole[i], score, matched_by(i, evidence, lent), evidence.explain(i, own, score, time_weight))
             for i, score in kept
             if i in whole
         ]
@@ -491,34 +505,6 @@ class _Nearest:
 
 
 @dataclass(frozen=True, slots=True)
-class _Evidence:
-    """One search's evidence: each signal's (``core.fusion``), the ids BM25 matched (``lexical``'s keys)
-    and those at or above the similarity floor."""
-
-    lexical: dict[str, float]
-    semantic: dict[str, float]
-    above_floor: dict[str, float]
-    uncorroborated: set[str]  # BM25 hits the embedder saw as unrelated (similarity below the floor)
-    bm25: dict[str, float]
-    similarity: dict[str, float]
-    time: dict[str, float]  # closeness to the period the query names; empty when it names none
-    in_period: set[str]  # candidates saved or dated inside that period
-
-    def explain(self, entry_id: str, own: dict[str, float], score: float, time_weight: float) -> HitEvidence:
-        mine = own.get(entry_id, 0.0)
-        timed = time_weight * self.time.get(entry_id, 0.0)
-        return HitEvidence(
-            bm25=self.bm25.get(entry_id),
-            similarity=self.similarity.get(entry_id),
-            lexical=self.lexical.get(entry_id, 0.0),
-            semantic=self.semantic.get(entry_id, 0.0),
-            own=mine,
-            context=max(score - mine - timed, 0.0),
-            time=timed,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class _Lexical:
     """One BM25 answer: the candidates with their scores, best first; the score of an ideal match (None:
     unknown); the query words read as misspellings, each with the index word it was read as."""
@@ -581,16 +567,3 @@ def _unsupported(entry_id: str, found: _Candidates, floor: float) -> bool:
     if similarity is not None:
         return similarity < floor
     return found.mode == "hybrid" and not found.complete
-
-
-def _matched_by(entry_id: str, evidence: _Evidence, lent: dict[str, str]) -> str:
-    """What found a hit: its own signals (``bm25``, ``vector``, ``bm25+vector``), else lying in the time the
-    query names (``time``), else a sequence neighbour (``neighbour``) or its thread (``thread``)."""
-    lexical, semantic = entry_id in evidence.lexical, entry_id in evidence.above_floor
-    if lexical and semantic:
-        return "bm25+vector"
-    if lexical or semantic:
-        return "bm25" if lexical else "vector"
-    if entry_id in evidence.in_period:
-        return "time"
-    return lent[entry_id]

@@ -110,8 +110,8 @@ def _scaled(hit: SearchHit, share: float, asked: str | None) -> SearchHit:
     ``asked`` again, or keeping its label when it kept its first ranking (``asked`` None)."""
     evidence = hit.evidence
     if evidence is not None:
-        scaled = {"own": share * evidence.own, "context": share * evidence.context, "time": share * evidence.time}
-        evidence = replace(evidence, **scaled, asked_as=asked)
+        own, context, time = share * evidence.own, share * evidence.context, share * evidence.time
+        evidence = replace(evidence, own=own, context=context, time=time, asked_as=asked)
     return SearchHit(hit.entry, share * hit.score, hit.matched_by if asked is None else "introduction", evidence)
 
 

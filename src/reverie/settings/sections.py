@@ -212,6 +212,13 @@ class RecallSettings(Section):
         description="share of its score a hit keeps when found by asking again with the name a query describes "
         "('Leo is Dan's son' for 'son's drug allergy'); 0 turns it off",
     )
+    newer_first: float = Field(
+        _RECALL.newer_first,
+        ge=0,
+        le=1,
+        description="a later hit that says something changed ('now', 'moved', 'replaced') ranks just above an "
+        "older hit about the same thing when it scores at least this share of that hit's score; 0 turns it off",
+    )
     uncorroborated_share: float = Field(
         _RECALL.uncorroborated_share,
         ge=0,

@@ -249,7 +249,8 @@ class HitEvidence:
     boost for matching a time the query names. ``score`` = ``own`` + ``context`` + ``time``. A hit ranked by
     the query asked again by name (``matched_by = "introduction"``) has ``asked_as``, that query; its ``own``,
     ``context`` and ``time`` are scaled by ``recall.introduction_share``, its raw signals and their evidence
-    are that query's."""
+    are that query's. ``succeeds`` is the id of an older hit this one was ranked just above because it says
+    that something changed (``recall.newer``); its gain shows in ``context``."""
 
     bm25: float | None = None
     similarity: float | None = None
@@ -259,6 +260,7 @@ class HitEvidence:
     context: float = 0.0
     time: float = 0.0
     asked_as: str | None = None
+    succeeds: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

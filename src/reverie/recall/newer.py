@@ -1,0 +1,33 @@
+"""Newer first among a search's hits (``core.succession``): a hit said later that changes what an older one
+above it says ranks just above it, at the older hit's score.
+
+Invariants: hits only move up and scores stay best first; a moved hit's gain is shown as ``context`` (so
+``score = own + context + time`` holds) and ``evidence.succeeds`` names the older hit; nothing moves when
+``ratio`` is 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from reverie.core.stance_vocabulary import StanceVocabulary
+from reverie.core.succession import Said, newer_first, successions
+from reverie.types import SearchHit
+
+
+def ranked(hits: Sequence[SearchHit], ratio: float, vocabulary: StanceVocabulary) -> list[SearchHit]:
+    """``hits`` (best first) with each hit that changes an older one above it moved just above that one."""
+    said = [Said(h.entry.content, h.entry.last_seen_at, h.score) for h in hits]
+    pairs = successions(said, ratio, vocabulary)
+    if not pairs:
+        return list(hits)
+    lifted = list(hits)
+    for newer, older in sorted(pairs):
+        hit, above = lifted[newer], lifted[older]  # ``above`` already lifted when it succeeds one itself
+        gain = max(above.score - hit.score, 0.0)
+        evidence = hit.evidence
+        if evidence is not None:
+            evidence = replace(evidence, context=evidence.context + gain, succeeds=above.entry.id)
+        lifted[newer] = SearchHit(hit.entry, hit.score + gain, hit.matched_by, evidence)
+    return [lifted[i] for i in newer_first(said, pairs)]
