@@ -15,12 +15,11 @@ from reverie.core.coverage import DEFAULT_VOCABULARY
 from reverie.core.dedup import Verdict, decide
 from reverie.core.stance import (
     DEFAULT_STANCE_VOCABULARY,
-    conflicting_sources,
-    merge_stance_conflict,
     parse_failed,
     stance_difference,
     topic_overlap,
 )
+from reverie.core.stance_merge import conflicting_sources, merge_stance_conflict
 from reverie.core.stance_vocabulary import StanceVocabulary, load_stance_vocabulary, parse_stance_vocabulary
 
 

@@ -41,6 +41,8 @@ def test_change_words_are_the_markers_a_text_says(text: str, words: set[str]) ->
         ("The conference talk is 30 minutes long", "The conference talk was cut to 20 minutes"),
         ("Lantern stores schedules in PostgreSQL 16", "Actually, Lantern stores schedules in PostgreSQL 17, not 16."),
         ("Biscuit weighs 12 kg", "Biscuit weighs 14 kg now"),
+        ("Priya works at Google", "Priya left Google and joined Stripe"),
+        ("I drive a Honda Civic", "I traded in the Civic for a Tesla Model 3"),  # one topic word of seven shared
     ],
 )
 def test_a_later_change_ranks_above_the_older_text_it_changes(older: str, newer_text: str) -> None:

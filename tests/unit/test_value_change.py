@@ -13,14 +13,13 @@ from reverie.core.coverage import DEFAULT_VOCABULARY
 from reverie.core.dedup import Verdict, decide
 from reverie.core.proactive import Candidate, duplicate_rung
 from reverie.core.stance import (
-    conflicting_sources,
-    merge_flips_stance,
-    merge_stance_conflict,
+    names_replaced,
     replaced_value,
     stance_difference,
     stance_either_way,
     topic_overlap,
 )
+from reverie.core.stance_merge import conflicting_sources, merge_flips_stance, merge_stance_conflict
 from reverie.core.stance_vocabulary import parse_stance_vocabulary
 
 CHANGED = [
@@ -196,3 +195,35 @@ def test_merges_and_duplicate_folds_refuse_a_marked_value_whichever_text_comes_f
     )
     assert rung is None
     assert stance_either_way("Maya lives in Lisbon.", "Maya lives in Lisbon!") is None
+
+
+NAMED = [
+    ("We use Jenkins for CI.", "We switched from Jenkins to GitHub Actions for CI.", "jenkins"),
+    ("The team uses Trello for planning.", "The team replaced Trello with Linear.", "trello"),
+    ("Priya works at Google.", "Priya left Google and joined Stripe.", "google"),
+    ("I drive a Honda Civic.", "I traded in the Civic for a Tesla Model 3.", "civic"),
+    ("My car is a blue Ford Focus.", "I sold the Focus and now drive a red Toyota Yaris.", "focus"),
+]
+NOT_NAMED = [
+    ("Tom works at Google.", "Priya left Google and joined Stripe."),  # someone else's job
+    ("We use Jenkins for CI.", "Maya replaced Jenkins with GitHub Actions at her company."),  # someone else's CI
+    ("Priya is from Leeds.", "Ana moved here from Leeds last year."),  # no word of the statement said again
+    ("Ana lives in Leeds.", "Ana is from Leeds originally."),  # "from" alone says no change
+    ("We replaced Jenkins with GitHub Actions.", "We switched from Jenkins to GitHub Actions."),  # a restatement
+    ("The bakery is next to the station.", "The bakery is on the left of the station near the park."),  # a noun
+]
+
+
+@pytest.mark.parametrize(("first", "second", "old"), NAMED)
+def test_a_value_named_as_replaced_is_a_changed_belief_read_in_the_later_text(
+    first: str, second: str, old: str
+) -> None:
+    found = stance_difference(first, second)
+    assert found is not None and found.kind == "value" and found.first == (old,)
+    assert found.second and old not in found.second
+    assert names_replaced(first, second) and not names_replaced(second, first)
+
+
+@pytest.mark.parametrize(("first", "second"), NOT_NAMED)
+def test_a_value_named_after_a_replacement_word_elsewhere_changes_nothing(first: str, second: str) -> None:
+    assert not names_replaced(first, second)

@@ -1,7 +1,9 @@
 """Corrections as people say them, for ``reverie bench truth``: a stored fact, then two days later a correction
 and the question a user then asks; and twins, the same shapes about something else (which must supersede
 nothing). Written by hand (docs/benchmarks.md, "Corrections as people say them"): the first 24 corrections and
-11 twins were written first and the correction cues tuned on them, the last 10 and 6 after.
+11 twins were written first and the correction cues tuned on them, the next 10 and 6 after; then 15 changes said
+with a replacement word or a verb of change, on which the replacement reading was built, and 12 corrections and
+6 twins written after it and scored once.
 
 Each pair is saved in its own agent through the default save, embedded after each side (the semantic fold
 runs then), on a fake clock. Reported: corrections that superseded their fact, corrections the question ranks
@@ -113,6 +115,52 @@ CORRECTIONS: list[tuple[str, str, str]] = [
     ),
     ("Ben takes the 7:40 bus to work", "Ben takes the 8:10 bus to work instead of the 7:40", "which bus does Ben take"),
     ("The gym opens at 6am", "The gym opens at 7am from now on", "when does the gym open"),
+    # Written for the replacement reading and newer-first ranking (2026-12-03, later): changes said with
+    # a replacement word or a verb of change.
+    ("We use Jenkins for CI", "We switched from Jenkins to GitHub Actions for CI", "what do we use for CI"),
+    ("Our CI runs on CircleCI", "We moved our CI from CircleCI to Buildkite", "where does our CI run"),
+    ("Priya works at Google", "Priya left Google and joined Stripe", "where does Priya work"),
+    ("Dan works at Monzo", "Dan now works at Revolut", "where does Dan work"),
+    ("Tom lives in Manchester", "Tom moved to Glasgow in the spring", "where does Tom live"),
+    (
+        "The team uses Trello for planning",
+        "The team replaced Trello with Linear",
+        "what does the team use for planning",
+    ),
+    ("My phone is an iPhone 12", "I upgraded my phone to an iPhone 15", "what phone do I have"),
+    (
+        "Maya drinks tea in the morning",
+        "Maya gave up tea and drinks coffee in the morning",
+        "what does Maya drink in the morning",
+    ),
+    ("The meeting room is 4B", "The meeting room changed to 6A", "which meeting room"),
+    ("Lucy's surgery is on 3 May", "Lucy's surgery has been pushed back to 17 May", "when is Lucy's surgery"),
+    ("The deadline for the report is Friday", "The report deadline is now Monday", "when is the report deadline"),
+    ("Sam is single", "Sam got married last summer", "is Sam married"),
+    ("The cat's name is Luna", "We renamed the cat Nova", "what is the cat called"),
+    ("Our landlord is Mr Patel", "We have a new landlord, Mrs Okafor", "who is our landlord"),
+    ("I drive a Honda Civic", "I traded in the Civic for a Tesla Model 3", "what car do I drive"),
+    # Written after them and scored once (2026-12-03, later).
+    ("Our office is on Baker Street", "The office moved from Baker Street to Old Street", "where is the office"),
+    ("Ravi's manager is Claire", "Ravi reports to Tom now", "who is Ravi's manager"),
+    ("The project deadline is 30 June", "The project deadline slipped to 15 July", "when is the project deadline"),
+    ("We store backups in S3", "We moved our backups from S3 to Backblaze", "where do we store backups"),
+    ("Hana uses a Windows laptop", "Hana swapped her Windows laptop for a MacBook", "what laptop does Hana use"),
+    ("Our band rehearses on Mondays", "Band practice is on Tuesdays now", "when does the band rehearse"),
+    ("Marco is the team lead", "Marco stepped down and Aisha is the team lead now", "who is the team lead"),
+    ("The kids' dentist is Dr Evans", "We changed the kids' dentist to Dr Shah", "who is the kids' dentist"),
+    ("My flight to Rome is on 12 April", "My Rome flight got moved to 14 April", "when is my flight to Rome"),
+    (
+        "Oliver is learning Spanish",
+        "Oliver dropped Spanish and is learning French instead",
+        "what language is Oliver learning",
+    ),
+    (
+        "The newsletter goes out on Thursdays",
+        "We now send the newsletter on Fridays",
+        "when does the newsletter go out",
+    ),
+    ("Ines takes the train to work", "Ines cycles to work these days", "how does Ines get to work"),
 ]
 # (stored, said later about something else)
 TWINS: list[tuple[str, str]] = [
@@ -133,6 +181,12 @@ TWINS: list[tuple[str, str]] = [
     ("The shared drive quota is 50 GB", "The email quota is 100 GB"),
     ("Ben takes the 7:40 bus to work", "Ella takes the 8:10 bus to school instead of the 7:40"),
     ("The gym opens at 6am", "The pool opens at 7am"),
+    ("Our office is on Baker Street", "Sam's studio moved from Baker Street to Old Street"),
+    ("Hana uses a Windows laptop", "Leo swapped his Windows laptop for a MacBook"),
+    ("We store backups in S3", "Acme moved their backups from S3 to Backblaze"),
+    ("Oliver is learning Spanish", "Emma dropped Spanish and is learning French instead"),
+    ("The newsletter goes out on Thursdays", "The podcast now goes out on Fridays"),
+    ("Ravi's manager is Claire", "Nadia reports to Tom now"),
 ]
 
 

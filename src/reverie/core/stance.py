@@ -16,7 +16,8 @@ and the dream's merge coverage check) asks ``stance_difference`` as well. Two te
 - **value**: the statement's value is replaced and the new text says it replaces ("now", "switched",
   "correction", "went up to"; an opening "No," reads as one) or only one value can hold ("favourite"); or
   the new text takes the old value back by name ("on Thursday, not Tuesday", "instead of Jenkins"), saying the
-  statement's frame again (``_retracted``);
+  statement's frame again (``_retracted``); or it names the old value as replaced and says what came instead
+  ("switched from Jenkins to GitHub Actions", "left Google and joined Stripe": ``_named_replacement``);
 - **time**: the time reference moves (this week / last week, now / previously, used to, will / was): the
   texts' time classes differ by a past or future one. Adding only a present marker ("is", "now") is not a
   move.
@@ -27,10 +28,11 @@ module; another language is another file of the same shape, and a deployment ext
 drops them as stopwords: "not" is the whole difference between two beliefs.
 
 Invariants: pure and deterministic; symmetric (``stance_difference(a, b)`` and ``(b, a)`` agree on whether the
-texts differ) for every kind but a value replaced with a change marker, which is read in the second (later)
-text only ("Maya lives in Porto now" after "… in Lisbon"; deduplication, aging and consolidation pass the
-older text first); texts equal after collapsing whitespace never differ; a text with no word at all has no
-stance that can be parsed (``parse_failed``), and callers treat such a save as new, never as a restatement.
+texts differ) for every kind but a value replaced with a change marker or named as replaced, which is read in
+the second (later) text only ("Maya lives in Porto now" after "… in Lisbon"; deduplication, aging and
+consolidation pass the older text first); texts equal after collapsing whitespace never differ; a text with no
+word at all has no stance that can be parsed (``parse_failed``), and callers treat such a save as new, never as a
+restatement. Merges are checked in ``core.stance_merge``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
-from itertools import combinations
 from typing import Any
 
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer is one C module without type information
@@ -54,9 +55,7 @@ __all__ = [
     "StanceDifference",
     "StanceVocabulary",
     "change_words",
-    "conflicting_sources",
-    "merge_flips_stance",
-    "merge_stance_conflict",
+    "names_replaced",
     "parse_failed",
     "same_text",
     "same_topic",
@@ -67,7 +66,6 @@ __all__ = [
 ]
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
-_CLAUSE_PUNCTUATION = re.compile(r"[.;:!?\n]+|,\s|\s[-–—]\s|\(|\)")
 WINDOW = 4  # content words a comparison marker's sides reach
 TOPIC_OVERLAP = 0.5  # topic-word Jaccard from which two texts are about the same thing
 TYPO_MIN_LETTERS, TYPO_RATIO = 5, 0.7  # a slip, stemmed: "depli"/"deploy" (0.73); never "cat"/"car" (too short)
@@ -265,6 +263,7 @@ def stance_difference(
     )
     return (
         _retraction_difference(left, right, vocabulary)  # before negation: "Thursday, not Tuesday" corrects a value
+        or _replacement_difference(left, right, vocabulary)
         or _negation_difference(left, right, vocabulary)
         or _antonym_difference(left, right, vocabulary)
         or _order_difference(left, right, vocabulary, STOPWORDS)
@@ -339,6 +338,61 @@ def _retraction_difference(
     if taken is not None:
         return StanceDifference("value", tuple(w for w in _content_words(left, vocabulary) if w not in right), (taken,))
     return None
+
+
+_PERSONS = (frozenset({"i", "me", "my", "mine"}), frozenset({"we", "us", "our", "ours"}))
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def _named_replacement(
+    left: Sequence[str], right: Sequence[str], vocabulary: StanceVocabulary
+) -> tuple[str, list[str]] | None:
+    """A value ``left`` states that ``right`` names after a replacement word and puts new words after ("We
+    replaced Jenkins with GitHub Actions", "Priya left Google and joined Stripe", "We switched from CircleCI to
+    Buildkite"): the old value and the new words; None when there is none. The value is not the first thing
+    ``left`` says (what the statement is about); ``right`` says a change (the replacement word itself, or a
+    change marker ``left`` lacks: "from" alone is no change), and says again another word of ``left`` or the
+    same first person ("I", "we") — the same statement, not the same value in someone else's."""
+    words = _content_words(left, vocabulary)
+    if not vocabulary.replacements or len(words) < 2 or _negations(left, vocabulary):
+        return None
+    marked = any(t in vocabulary.change_markers and t not in left for t in right)
+    named_in_left = {_named_after(left, i) for i, t in enumerate(left) if t in vocabulary.replacements}
+    for i, token in enumerate(right):
+        if token not in vocabulary.replacements or not (marked or token not in vocabulary.stance_words):
+            continue
+        if i and right[i - 1] in _ARTICLES:
+            continue  # a noun ("on the left of the station"), not the verb
+        old = _named_after(right, i)
+        if old not in words[1:] or old in named_in_left:
+            continue
+        new = [t for t in _content_words(right[i + 1 :], vocabulary) if t not in left]
+        shared = set(_content_words(right, vocabulary)) & set(words) - {old}
+        person = any(p & set(left) and p & set(right) for p in _PERSONS)
+        if new and (shared or person):
+            return old, new
+    return None
+
+
+def _named_after(tokens: Sequence[str], index: int) -> str | None:
+    """The first word after ``tokens[index]`` that is not a function word, within three."""
+    return next((t for t in tokens[index + 1 : index + 4] if t not in STOPWORDS), None)
+
+
+def names_replaced(a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> bool:
+    """Whether the later text ``b`` names a value of ``a`` as replaced ("I traded in the Civic for a Tesla"
+    after "I drive a Honda Civic"; see ``stance_difference``'s value kind)."""
+    left = _tokens(_interjection_read(a, vocabulary), vocabulary)
+    right = _tokens(_interjection_read(b, vocabulary), vocabulary)
+    return _named_replacement(left, right, vocabulary) is not None
+
+
+def _replacement_difference(
+    left: Sequence[str], right: Sequence[str], vocabulary: StanceVocabulary
+) -> StanceDifference | None:
+    """A value the later text names as replaced (``_named_replacement``): read in the later text only."""
+    found = _named_replacement(left, right, vocabulary)
+    return None if found is None else StanceDifference("value", (found[0],), tuple(found[1]))
 
 
 def replaced_value(
@@ -441,12 +495,13 @@ def _stem(word: str, language: str) -> str:
 
 def change_words(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> frozenset[str]:
     """The change markers ``text`` says ("now", "moved", "replaced", "went up"; an opening "No," is read as
-    "correction"), and none when it also says it adds a value ("also", "another"): a second value replaces
-    nothing."""
+    "correction") and its replacement words that say a change by themselves ("left", "sold"; not "from"), and
+    none when it also says it adds a value ("also", "another"): a second value replaces nothing."""
     tokens = _tokens(_interjection_read(text, vocabulary), vocabulary)
     if any(t in vocabulary.addition_markers for t in tokens):
         return frozenset()
-    return frozenset(t for t in tokens if t in vocabulary.change_markers)
+    replacing = vocabulary.replacements - vocabulary.stance_words
+    return frozenset(t for t in tokens if t in vocabulary.change_markers or t in replacing)
 
 
 def topic_words(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> frozenset[str]:
@@ -494,62 +549,7 @@ def same_topic(a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOC
     return topic_overlap(a, b, vocabulary) >= TOPIC_OVERLAP
 
 
-def conflicting_sources(
-    texts: Sequence[str], vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
-) -> tuple[int, int, StanceDifference] | None:
-    """The first pair of ``texts`` (by position) about the same topic (``same_topic``) that differ in
-    stance, with the difference; None when none do. Quadratic in the number of texts: callers pass a
-    merge's sources (a handful)."""
-    for i, j in combinations(range(len(texts)), 2):
-        if not same_topic(texts[i], texts[j], vocabulary):
-            continue  # "likes tea" and "doesn't drink coffee" are two facts, not one fact and its negation
-        found = stance_either_way(texts[i], texts[j], vocabulary)
-        if found is not None:
-            return i, j, found
-    return None
-
-
-def _clauses(text: str, vocabulary: StanceVocabulary) -> list[str]:
-    parts = _CLAUSE_PUNCTUATION.split(text)
-    if vocabulary.clause_breaks:
-        breaks = re.compile(r"\s(?:" + "|".join(map(re.escape, sorted(vocabulary.clause_breaks))) + r")\s", re.I)
-        parts = [piece for part in parts for piece in breaks.split(part)]
-    return [p.strip() for p in parts if _WORD.search(p)]
-
-
 def _overlap(a: Iterable[str], b: Iterable[str]) -> float:
     left, right = set(a), set(b)
     union = left | right
     return len(left & right) / len(union) if union else 0.0
-
-
-def merge_stance_conflict(
-    sources: Sequence[str], merged: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
-) -> StanceDifference | None:
-    """Whether a merge of ``sources`` into ``merged`` mixes or flips stances: two sources that differ in
-    stance may never become one text, and each clause of each source must keep its stance in the clause of
-    ``merged`` that says most nearly the same thing (negation, antonym, order or time moved there is a flip).
-    A merge that contains every source verbatim only fails when the sources themselves disagree."""
-    conflict = conflicting_sources(sources, vocabulary)
-    return conflict[2] if conflict is not None else merge_flips_stance(sources, merged, vocabulary)
-
-
-def merge_flips_stance(
-    sources: Sequence[str], merged: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
-) -> StanceDifference | None:
-    """How ``merged`` flips the stance of a clause of one of ``sources`` (in the clause of ``merged`` that
-    says most nearly the same thing), or None: the second half of ``merge_stance_conflict``."""
-    targets = [(c, topic_words(c, vocabulary)) for c in _clauses(merged, vocabulary)]
-    if not targets:
-        return None
-    for source in sources:
-        for clause in _clauses(source, vocabulary):
-            if any(same_text(clause, target) for target, _ in targets):
-                continue
-            words = topic_words(clause, vocabulary)
-            score, best = max(((_overlap(words, w), c) for c, w in targets), key=lambda pair: pair[0])
-            if score >= TOPIC_OVERLAP:
-                found = stance_either_way(clause, best, vocabulary)
-                if found is not None:
-                    return found
-    return None

@@ -63,6 +63,9 @@ class StanceVocabulary:
     addition_markers: frozenset[str] = frozenset()  # "also", "too": a second value, never a replaced one
     # "…, not Tuesday", "… instead of Jenkins": a word that takes back the value named after it.
     retractions: frozenset[str] = frozenset()
+    # "replaced Jenkins with…", "left Google and joined…", "switched from CircleCI to…": a word after which the
+    # old value is named, the new one said after it.
+    replacements: frozenset[str] = frozenset()
     # "No, …" opening a text: an answer correcting what was said, not a negation of the statement.
     correction_interjections: frozenset[str] = frozenset()
 
@@ -76,7 +79,7 @@ class StanceVocabulary:
     def __post_init__(self) -> None:
         by_length: dict[int, set[str]] = {}
         entries = [*self.negations, *self.order_markers, *self.times, *self.change_markers, *self.addition_markers]
-        for entry in [*entries, *self.retractions]:
+        for entry in [*entries, *self.retractions, *self.replacements]:
             if len(entry.split()) > 1:
                 by_length.setdefault(len(entry.split()), set()).add(entry)
         object.__setattr__(self, "phrases", {n: frozenset(words) for n, words in by_length.items()})
@@ -109,6 +112,7 @@ class StanceVocabulary:
             single_valued=self.single_valued | other.single_valued,
             addition_markers=self.addition_markers | other.addition_markers,
             retractions=self.retractions | other.retractions,
+            replacements=self.replacements | other.replacements,
             correction_interjections=self.correction_interjections | other.correction_interjections,
         )
 
@@ -185,7 +189,7 @@ _KEYS = frozenset(
     {"language", "builtIn", "negations", "negationPhrases", "contractions", "contractionSuffix", "antonyms",
      "negativePrefixes", "negativePrefixMinBase", "orderMarkers", "moveMarkers", "times", "presentTime",
      "clauseBreaks", "stemmer", "changeMarkers", "singleValued",
-     "additionMarkers", "retractions", "correctionInterjections"}
+     "additionMarkers", "retractions", "replacements", "correctionInterjections"}
 )  # fmt: skip
 
 
@@ -225,6 +229,7 @@ def _vocabulary_of(document: dict[str, Any]) -> StanceVocabulary:
         single_valued=_lowered(string_list(document, "singleValued")),
         addition_markers=_lowered(string_list(document, "additionMarkers")),
         retractions=_lowered(string_list(document, "retractions")),
+        replacements=_lowered(string_list(document, "replacements")),
         correction_interjections=_lowered(string_list(document, "correctionInterjections")),
     )
 

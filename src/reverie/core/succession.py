@@ -7,12 +7,14 @@ one as the other changed (``core.stance.same_topic``), and "Actually, Lantern st
 as well or better, answered first. The question shows that the two compete: both answer it. So among a
 search's first hits, a hit said later than one ranked above it is moved just above that one when
 
-- it says a change (``core.stance.change_words``: "now", "moved", "cut", "actually", "correction"…) the older
-  one does not say: a conversation is full of texts that merely differ, and only a stated change is read;
-- the stance check reads it as changing the older one (``core.stance.stance_difference``: a value replaced, a
-  time moved, a negation…);
+- it says a change (``core.stance.change_words``: "now", "moved", "cut", "actually", "correction", "replaced",
+  "left"…) the older one does not say: a conversation is full of texts that merely differ, and only a stated
+  change is read;
+- the stance check reads it as changing the older one (``core.stance.stance_difference``: a value replaced or
+  named as replaced, a time moved, a negation…);
 - the two share at least ``MIN_OVERLAP`` of their topic words (half of what the save asks: the question
-  vouches for the rest);
+  vouches for the rest), or it names the older one's value as replaced (``core.stance.names_replaced``: "I
+  traded in the Civic for a Tesla" after "I drive a Honda Civic" share one topic word of seven);
 - it scores at least ``ratio`` of the older hit's score.
 
 Invariants: pure and deterministic; a hit only moves up, just above the best-ranked older hit it changes, and
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from reverie.core.stance import StanceVocabulary, change_words, stance_difference, topic_overlap
+from reverie.core.stance import StanceVocabulary, change_words, names_replaced, stance_difference, topic_overlap
 from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY
 
 # Topic-word overlap from which two competing hits are about the same thing: half the save's
@@ -60,8 +62,8 @@ def successions(
             if older.at >= newer.at or newer.score < ratio * older.score or not changes[j] - changes[i]:
                 continue
             overlap = topic_overlap(older.text, newer.text, vocabulary)
-            closer = overlap >= MIN_OVERLAP and (best is None or overlap > best[0])
-            if closer and stance_difference(older.text, newer.text, vocabulary) is not None:
+            about = overlap >= MIN_OVERLAP or names_replaced(older.text, newer.text, vocabulary)
+            if about and (best is None or overlap > best[0]) and stance_difference(older.text, newer.text, vocabulary):
                 best = (overlap, i)
         if best is not None:
             pairs.append((j, best[1]))

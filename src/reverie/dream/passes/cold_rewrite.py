@@ -34,7 +34,7 @@ from reverie.core.consolidation import (
 )
 from reverie.core.coverage import CoverageSource, check_coverage
 from reverie.core.dedup import content_tokens
-from reverie.core.stance import merge_stance_conflict
+from reverie.core.stance_merge import merge_stance_conflict
 from reverie.dream.passes.base import Capability, PassContext, PassReport, Vector
 from reverie.errors import LLMError
 from reverie.llm.base import MALFORMED_ANSWER, Message

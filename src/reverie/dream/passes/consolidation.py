@@ -49,7 +49,7 @@ from reverie.core.consolidation import (
 from reverie.core.coverage import CoverageSource, check_coverage
 from reverie.core.dedup import content_tokens
 from reverie.core.provenance import least_trusted
-from reverie.core.stance import conflicting_sources, merge_flips_stance
+from reverie.core.stance_merge import conflicting_sources, merge_flips_stance
 from reverie.dream.passes.base import Capability, PassContext, PassReport, write_dream_log
 from reverie.errors import LLMError, ValidationError
 from reverie.llm.base import MALFORMED_ANSWER, Message
