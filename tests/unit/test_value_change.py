@@ -211,6 +211,10 @@ NOT_NAMED = [
     ("Ana lives in Leeds.", "Ana is from Leeds originally."),  # "from" alone says no change
     ("We replaced Jenkins with GitHub Actions.", "We switched from Jenkins to GitHub Actions."),  # a restatement
     ("The bakery is next to the station.", "The bakery is on the left of the station near the park."),  # a noun
+    (
+        "Ruth is a charge nurse on the cardiology ward.",
+        "The cardiology ward moved from ward 4 to the new ward 12.",  # "ward" is the frame, not Ruth's value
+    ),
 ]
 
 

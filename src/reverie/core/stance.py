@@ -350,9 +350,10 @@ def _named_replacement(
     """A value ``left`` states that ``right`` names after a replacement word and puts new words after ("We
     replaced Jenkins with GitHub Actions", "Priya left Google and joined Stripe", "We switched from CircleCI to
     Buildkite"): the old value and the new words; None when there is none. The value is not the first thing
-    ``left`` says (what the statement is about); ``right`` says a change (the replacement word itself, or a
-    change marker ``left`` lacks: "from" alone is no change), and says again another word of ``left`` or the
-    same first person ("I", "we") — the same statement, not the same value in someone else's."""
+    ``left`` says (what the statement is about) and ``right`` names it once (a word it says again is the
+    frame: "the cardiology ward moved from ward 4 to ward 12"); ``right`` says a change (the replacement word
+    itself, or a change marker ``left`` lacks: "from" alone is no change), and says again another word of
+    ``left`` or the same first person ("I", "we") — the same statement, not the same value in someone else's."""
     words = _content_words(left, vocabulary)
     if not vocabulary.replacements or len(words) < 2 or _negations(left, vocabulary):
         return None
@@ -364,8 +365,8 @@ def _named_replacement(
         if i and right[i - 1] in _ARTICLES:
             continue  # a noun ("on the left of the station"), not the verb
         old = _named_after(right, i)
-        if old not in words[1:] or old in named_in_left:
-            continue
+        if old not in words[1:] or old in named_in_left or right.count(old) > 1:
+            continue  # said again elsewhere, the word is the statement's frame ("moved from ward 4 to ward 12")
         new = [t for t in _content_words(right[i + 1 :], vocabulary) if t not in left]
         shared = set(_content_words(right, vocabulary)) & set(words) - {old}
         person = any(p & set(left) and p & set(right) for p in _PERSONS)
