@@ -197,6 +197,29 @@ def test_merges_and_duplicate_folds_refuse_a_marked_value_whichever_text_comes_f
     assert stance_either_way("Maya lives in Lisbon.", "Maya lives in Lisbon!") is None
 
 
+LEFT_OUT = [
+    # The later text leaves out the older one's opening qualifier and says the rest of its frame.
+    ("The kids' swimming lessons are on Saturdays at 10.", "The swimming lessons moved to Sundays at 11 now.", "10"),
+    ("Our weekly team standup is at 10:00.", "The team standup is at 9:30 now.", "10"),
+]
+
+
+@pytest.mark.parametrize(("first", "second", "old"), LEFT_OUT)
+def test_a_value_replaced_without_the_opening_qualifier_is_a_changed_belief(first: str, second: str, old: str) -> None:
+    found = stance_difference(first, second)
+    assert found is not None and found.kind == "value" and old in found.first
+
+
+def test_a_qualifier_replaced_by_another_is_someone_elses_value() -> None:
+    assert (
+        stance_difference(
+            "The kids' swimming lessons are on Saturdays at 10.",
+            "The adults' swimming lessons are on Sundays at 11 now.",
+        )
+        is None
+    )
+
+
 NAMED = [
     ("We use Jenkins for CI.", "We switched from Jenkins to GitHub Actions for CI.", "jenkins"),
     ("The team uses Trello for planning.", "The team replaced Trello with Linear.", "trello"),

@@ -437,6 +437,10 @@ def _replaced(
     left: Sequence[str], right: Sequence[str], vocabulary: StanceVocabulary, *, anywhere: bool
 ) -> tuple[list[str], list[str]] | None:
     a, b = _content_words(left, vocabulary), _content_words(right, vocabulary)
+    if anywhere and a and b and not _variant(a[0], b[0], vocabulary):
+        # A qualifier the later text leaves out ("The kids' swimming lessons are on Saturdays" → "The swimming
+        # lessons moved to Sundays"): it may open with the frame that follows the older text's first word or two.
+        a = a[next((k for k in (1, 2) if k < len(a) and _variant(a[k], b[0], vocabulary)), 0) :]
     start = 0
     while start < min(len(a), len(b)) and _variant(a[start], b[start], vocabulary):
         start += 1
