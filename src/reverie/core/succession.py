@@ -32,7 +32,8 @@ from reverie.core.stance import StanceVocabulary, change_words, names_replaced, 
 from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY
 
 # Topic-word overlap from which two competing hits are about the same thing: half the save's
-# (``core.stance.TOPIC_OVERLAP``). On LoCoMo's long turns 0.2 moved 82 questions' hits, 0.25 30 and 0.3 11.
+# (``core.stance.TOPIC_OVERLAP``). On LoCoMo's long turns the first version moved 82 questions' hits at 0.2, 30 at
+# 0.25 and 11 at 0.3 (docs/benchmarks.md, "Corrections worded unlike what they correct").
 MIN_OVERLAP = 0.25
 
 

@@ -142,7 +142,8 @@ class HybridSearch:
         returned, not what is fused: a hit needs lexical evidence, a similarity at or above the floor, a
         time the query names, or a neighbour or thread that has one of those. Scores are evidence (see
         ``core.fusion`` and ``HitEvidence``), comparable across queries. Hybrid searches read the introductions
-        among their first hits (``recall.introduced``): a query that describes someone is asked again by name."""
+        among their first hits (``recall.introduced``): a query that describes someone is asked again by name; and
+        a hit said later that changes what an older hit above it says moves just above it (``recall.newer``)."""
         wanted = "hybrid" if mode == "auto" else mode
         if wanted != "hybrid":
             return self._search(query, flt, limit, wanted, min_similarity)
