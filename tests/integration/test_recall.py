@@ -8,6 +8,8 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,15 @@ from reverie.recall import introduced
 from reverie.testing import ScriptedOpenAIServer
 
 HASH = {"provider": "hash", "background": False}
+
+
+@contextmanager
+def _remembering(home: Path, share: float, facts: list[str]) -> Iterator[reverie.Reverie]:
+    """A new engine with the real embedder, ``recall.introduction_share`` at ``share``, holding ``facts``."""
+    with reverie.open(home, embedding={"background": False}, recall={"introduction_share": share}) as rv:
+        rv.memory.save_many([{"content": f} for f in facts])
+        rv.embed_pending()
+        yield rv
 
 
 def ids(results: list[reverie.SearchHit]) -> list[str]:
@@ -234,11 +245,7 @@ def test_a_query_that_describes_someone_is_asked_again_by_their_name(tmp_path: P
     ]
     top: dict[float, dict[str, reverie.SearchHit]] = {}
     for share in (0.0, 0.9):
-        with reverie.open(
-            tmp_path / f"intro-{share}", embedding={"background": False}, recall={"introduction_share": share}
-        ) as rv:
-            rv.memory.save_many([{"content": f} for f in facts])
-            rv.embed_pending()
+        with _remembering(tmp_path / f"intro-{share}", share, facts) as rv:
             queries = ("son's drug allergy", "Dan's mum's operation", "who is Dan's son?", "what does Harbor do?")
             top[share] = {q: rv.memory.search(q, limit=3)[0] for q in queries}
     assert not top[0.0]["son's drug allergy"].entry.content.startswith("Leo is allergic")
@@ -313,11 +320,7 @@ def test_an_introduction_below_the_first_five_is_read_when_the_query_names_its_o
     query = "Dan's side project's first stable release"
     found: dict[float, list[str]] = {}
     for share in (0.0, 0.9):
-        with reverie.open(
-            tmp_path / f"deep-{share}", embedding={"background": False}, recall={"introduction_share": share}
-        ) as rv:
-            rv.memory.save_many([{"content": f} for f in facts])
-            rv.embed_pending()
+        with _remembering(tmp_path / f"deep-{share}", share, facts) as rv:
             found[share] = [h.entry.content for h in rv.memory.search(query, limit=10)]
             top = rv.memory.search(query, limit=3)[0]
     first = [c.split(":")[0] for c in found[0.0]]

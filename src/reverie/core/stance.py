@@ -63,6 +63,7 @@ __all__ = [
     "stance_either_way",
     "topic_overlap",
     "topic_words",
+    "word_overlap",
 ]
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
@@ -535,7 +536,7 @@ def topic_overlap(
     dropped = {_stem(w, vocabulary.stemmer) for w in ignore}
     left, right = left - dropped, right - dropped
     if not typos:
-        return _overlap(left, right)
+        return word_overlap(left, right)
     only_right = right - left
     slips = sum(1 for word in left - right if any(_slip(word, other) for other in only_right))
     union = len(left | right) - slips
@@ -554,7 +555,8 @@ def same_topic(a: str, b: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOC
     return topic_overlap(a, b, vocabulary) >= TOPIC_OVERLAP
 
 
-def _overlap(a: Iterable[str], b: Iterable[str]) -> float:
+def word_overlap(a: Iterable[str], b: Iterable[str]) -> float:
+    """The Jaccard similarity of two collections of words, in [0, 1] (0 when both are empty)."""
     left, right = set(a), set(b)
     union = left | right
     return len(left & right) / len(union) if union else 0.0

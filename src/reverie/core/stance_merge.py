@@ -22,6 +22,7 @@ from reverie.core.stance import (
     same_topic,
     stance_either_way,
     topic_words,
+    word_overlap,
 )
 
 _CLAUSE_PUNCTUATION = re.compile(r"[.;:!?\n]+|,\s|\s[-–—]\s|\(|\)")
@@ -67,7 +68,7 @@ def merge_flips_stance(
             if any(same_text(clause, target) for target, _ in targets):
                 continue
             words = topic_words(clause, vocabulary)
-            score, best = max(((_overlap(words, w), c) for c, w in targets), key=lambda pair: pair[0])
+            score, best = max(((word_overlap(words, w), c) for c, w in targets), key=lambda pair: pair[0])
             if score >= TOPIC_OVERLAP:
                 found = stance_either_way(clause, best, vocabulary)
                 if found is not None:
@@ -81,8 +82,3 @@ def _clauses(text: str, vocabulary: StanceVocabulary) -> list[str]:
         breaks = re.compile(r"\s(?:" + "|".join(map(re.escape, sorted(vocabulary.clause_breaks))) + r")\s", re.I)
         parts = [piece for part in parts for piece in breaks.split(part)]
     return [p.strip() for p in parts if _ANY_WORD.search(p)]
-
-
-def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
-    union = a | b
-    return len(a & b) / len(union) if union else 0.0
