@@ -201,6 +201,12 @@ LEFT_OUT = [
     # The later text leaves out the older one's opening qualifier and says the rest of its frame.
     ("The kids' swimming lessons are on Saturdays at 10.", "The swimming lessons moved to Sundays at 11 now.", "10"),
     ("Our weekly team standup is at 10:00.", "The team standup is at 9:30 now.", "10"),
+    # ...or the details after its value ("at 3pm").
+    (
+        "Maya's dentist appointment is on Tuesday 9 December at 3pm.",
+        "No, Maya's dentist appointment is on Thursday 11 December.",
+        "9",
+    ),
 ]
 
 

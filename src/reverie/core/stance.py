@@ -445,10 +445,13 @@ def _replaced(
     start = 0
     while start < min(len(a), len(b)) and _variant(a[start], b[start], vocabulary):
         start += 1
-    end = 0
-    if anywhere:
-        while end < min(len(a), len(b)) - start and _variant(a[-1 - end], b[-1 - end], vocabulary):
-            end += 1
+    end = _common_suffix(a, b, start, vocabulary) if anywhere else 0
+    if anywhere and end == 0 and b:
+        # Details the later text leaves out at the end ("… on Tuesday 9 December at 3pm" → "No, … on Thursday 11
+        # December"): its last word may close the frame a word or two before the older text's end.
+        k = next((k for k in (1, 2) if len(a) - k > start + 1 and _variant(a[-1 - k], b[-1], vocabulary)), 0)
+        a = a[: len(a) - k]
+        end = _common_suffix(a, b, start, vocabulary)
     dropped, added = a[start : len(a) - end], b[start : len(b) - end]
     framed = start + end >= 2 or _common_prefix(left, right) >= 3  # "Maya lives" / "the standup is at"
     if start == 0 or not framed or not dropped or not added or len(dropped) > 3 or len(added) > 3:
@@ -458,6 +461,14 @@ def _replaced(
     if set(dropped) & set(b) or set(added) & set(a):
         return None
     return dropped, added
+
+
+def _common_suffix(a: Sequence[str], b: Sequence[str], start: int, vocabulary: StanceVocabulary) -> int:
+    """How many words ``a`` and ``b`` end with alike, not reaching into their first ``start``."""
+    end = 0
+    while end < min(len(a), len(b)) - start and _variant(a[-1 - end], b[-1 - end], vocabulary):
+        end += 1
+    return end
 
 
 def _value_difference(
