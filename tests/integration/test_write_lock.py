@@ -23,7 +23,7 @@ import reverie
 from reverie.clock import FakeClock
 from reverie.core.aging import ReadState, record_read
 from reverie.memory.aging import Aging
-from reverie.memory.dedup import Deduplicator
+from reverie.memory.dedup import Contradicted, Deduplicator
 from reverie.memory.entries import new_id
 from reverie.memory.longterm import LongTermMemory
 from reverie.storage.base import Store
@@ -221,3 +221,18 @@ def test_flush_reads_writes_two_columns_in_one_batch_never_whole_rows(rv: reveri
             assert (stored.read_strength, stored.read_at) == (expected.strength, expected.at)
         assert len(rv.store.versions.history(entry_id, Scope())) == versions[entry_id]  # no version
     assert aging.flush_reads() == 0 and store.commits == 1  # nothing waiting: no transaction
+
+
+def test_an_entry_a_correction_changes_written_meanwhile_in_another_category_is_found_under_the_lock(
+    rv: reverie.Reverie, clock: FakeClock
+) -> None:
+    """The correction lookup reads every category: a plan made before the entry it corrects was written does
+    not hold, whatever that entry's category."""
+    store, dedup = _counted_dedup(rv)
+    candidate = _candidate("The team replaced Trello with Linear", clock)
+    plan = dedup.plan_save(candidate, clock.now())
+    assert plan.existing is None
+    first = rv.memory.save("The team uses Trello for planning", category="project-context").entry
+    found = _fold(rv, dedup, candidate, plan)
+    assert isinstance(found, Contradicted) and found.existing.id == first.id
+    assert store.facts.searches_in_lock >= 1  # decided again, under the lock

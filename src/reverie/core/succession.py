@@ -28,7 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from reverie.core.stance import StanceVocabulary, change_words, names_replaced, stance_difference, topic_overlap
+from reverie.core.stance import (
+    StanceDifference,
+    StanceVocabulary,
+    change_words,
+    names_replaced,
+    stance_difference,
+    topic_overlap,
+)
 from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY
 
 # Topic-word overlap from which two competing hits are about the same thing: half the save's
@@ -62,13 +69,34 @@ def successions(
             older = said[i]
             if older.at >= newer.at or newer.score < ratio * older.score or not changes[j] - changes[i]:
                 continue
-            overlap = topic_overlap(older.text, newer.text, vocabulary)
-            about = overlap >= MIN_OVERLAP or names_replaced(older.text, newer.text, vocabulary)
-            if about and (best is None or overlap > best[0]) and stance_difference(older.text, newer.text, vocabulary):
-                best = (overlap, i)
+            read = _changed(older.text, newer.text, vocabulary)
+            if read is not None and (best is None or read[0] > best[0]):
+                best = (read[0], i)
         if best is not None:
             pairs.append((j, best[1]))
     return pairs
+
+
+def changes(
+    older: str, newer: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
+) -> StanceDifference | None:
+    """How ``newer``, said later, changes what ``older`` says: it says a change ``older`` does not, the two are
+    about the same thing (``MIN_OVERLAP`` of their topic words, or a value of ``older`` named as replaced) and
+    the stance check reads the difference; None otherwise. The reading ``successions`` makes of one pair."""
+    if not change_words(newer, vocabulary) - change_words(older, vocabulary):
+        return None
+    read = _changed(older, newer, vocabulary)
+    return None if read is None else read[1]
+
+
+def _changed(older: str, newer: str, vocabulary: StanceVocabulary) -> tuple[float, StanceDifference] | None:
+    """The topic-word overlap and the stance difference of a pair whose later text says a change the older
+    does not (the caller has checked), when they are about the same thing and differ in stance."""
+    overlap = topic_overlap(older, newer, vocabulary)
+    if overlap < MIN_OVERLAP and not names_replaced(older, newer, vocabulary):
+        return None
+    difference = stance_difference(older, newer, vocabulary)
+    return None if difference is None else (overlap, difference)
 
 
 def newer_first(said: Sequence[Said], pairs: Sequence[tuple[int, int]]) -> list[int]:

@@ -42,10 +42,11 @@ import numpy as np
 
 from reverie.clock import Clock
 from reverie.core import text
+from reverie.core.correction import corrects
 from reverie.core.coverage import Vocabulary, category_matches
 from reverie.core.dedup import Decision, Verdict, decide, extend_text, top_category
 from reverie.core.provenance import least_trusted, most_trusted
-from reverie.core.stance import StanceDifference, StanceVocabulary, stance_difference, topic_overlap
+from reverie.core.stance import StanceDifference, StanceVocabulary, change_words, stance_difference, topic_overlap
 from reverie.core.subject_time import merge_subject_time
 from reverie.embed.base import Vectors
 from reverie.errors import StorageError
@@ -131,13 +132,46 @@ class Deduplicator:
         if not self.config.enabled or bypasses(candidate):
             return SavePlan(candidate, mark=None, looked=frozenset(), existing=None, decision=None)
         mark = self._store.facts.log_position(candidate.scope.agent_id)  # first: a change after it is replayed
+        looked, existing, decision = self._lookup(candidate, now)
+        return SavePlan(candidate, mark=mark, looked=looked, existing=existing, decision=decision)
+
+    def _lookup(
+        self, candidate: MemoryEntry, now: datetime
+    ) -> tuple[frozenset[str], MemoryEntry | None, Decision | None]:
+        """The ids every lookup read, and the entry ``candidate`` reinforces, extends or contradicts with
+        ``decide``'s verdict (None, None: it is created). First the restatement lookup (same top-level category,
+        close in topic words); failing that, when the candidate says a change, the correction lookup."""
         looked, matches = self._lexical_lookup(candidate, now)
         vocabulary = self._vocabulary()
         for existing in matches:
             decision = decide(existing.content, candidate.content, category=existing.category, vocabulary=vocabulary)
             if decision.verdict is not Verdict.DISTINCT:
-                return SavePlan(candidate, mark=mark, looked=looked, existing=existing, decision=decision)
-        return SavePlan(candidate, mark=mark, looked=looked, existing=None, decision=None)
+                return looked, existing, decision
+        read, corrected = self._correction_lookup(candidate, now, vocabulary)
+        if corrected is None:
+            return looked | read, None, None
+        return looked | read, corrected[0], Decision(Verdict.CONTRADICT, candidate.content, corrected[1])
+
+    def _correction_lookup(
+        self, candidate: MemoryEntry, now: datetime, vocabulary: Vocabulary
+    ) -> tuple[frozenset[str], tuple[MemoryEntry, StanceDifference] | None]:
+        """A candidate that says a change ("moved", "now", "replaced", "No, …") may correct an entry the
+        restatement lookup does not compare: one of another category, or sharing fewer topic words
+        (``core.correction``). The ids read, and the first BM25 candidate of the whole scope said no later than
+        the candidate that it corrects, with how."""
+        if not change_words(candidate.content, vocabulary.stance):
+            return frozenset(), None
+        match = text.fts_match(text.query_terms(candidate.content))
+        if match is None:
+            return frozenset(), None
+        found = self._store.facts.search(match, FactFilter(scope=candidate.scope, now=now), self.config.candidates)
+        for entry, _ in found:
+            if not self._comparable(candidate, entry, across=True) or entry.last_seen_at > candidate.last_seen_at:
+                continue
+            difference = corrects(entry.content, candidate.content, category=candidate.category, vocabulary=vocabulary)
+            if difference is not None:
+                return frozenset(entry.id for entry, _ in found), (entry, difference)
+        return frozenset(entry.id for entry, _ in found), None
 
     def fold_on_save(
         self, candidate: MemoryEntry, now: datetime, plan: SavePlan | None = None
@@ -163,11 +197,15 @@ class Deduplicator:
             if (
                 fresh is not None
                 and (fresh.content, fresh.category) == (plan.existing.content, plan.existing.category)
-                and self._comparable(candidate, fresh)
+                # A contradiction the correction lookup found may be of another category; the text and
+                # category it was read from are unchanged.
+                and self._comparable(candidate, fresh, across=plan.decision.verdict is Verdict.CONTRADICT)
             ):
                 return self._apply(fresh, candidate, plan.decision, now, seen)
-        matches = self._lexical_matches(candidate, now)
-        return self._first_applicable(matches, candidate, now, seen=seen)
+        _, existing, decision = self._lookup(candidate, now)
+        if existing is None or decision is None:
+            return None
+        return self._apply(existing, candidate, decision, now, seen)
 
     def _plan_holds(self, plan: SavePlan) -> bool:
         """Whether nothing the plan's lookup depends on was written since its log position: no entry it read
@@ -180,7 +218,8 @@ class Deduplicator:
         changes = self._store.facts.text_changes(candidate.scope.agent_id, plan.mark)
         if changes.watermark < plan.mark:
             return False  # the log was replaced (a restored backup)
-        stance = self._vocabulary().stance
+        vocabulary = self._vocabulary()
+        changing = bool(change_words(candidate.content, vocabulary.stance))
         for fact_id, row in changes.rows:
             if fact_id in plan.looked:
                 return False
@@ -188,9 +227,14 @@ class Deduplicator:
                 continue
             if Scope(candidate.scope.agent_id, row.user_id, row.session_id) != candidate.scope:
                 continue
+            if changing and corrects(
+                row.content, candidate.content, category=candidate.category, vocabulary=vocabulary
+            ):
+                return False  # the correction lookup could find it, in any category
             if top_category(row.category) != top_category(candidate.category):
                 continue
-            if self._lexical_score(row.content, candidate.content, stance) >= self.config.lexical_similarity_threshold:
+            score = self._lexical_score(row.content, candidate.content, vocabulary.stance)
+            if score >= self.config.lexical_similarity_threshold:
                 return False
         return True
 
@@ -216,9 +260,6 @@ class Deduplicator:
                 return None
             return self._apply(existing, candidate, decision, now, now if seen is None else seen)
         return None
-
-    def _lexical_matches(self, candidate: MemoryEntry, now: datetime) -> list[MemoryEntry]:
-        return self._lexical_lookup(candidate, now)[1]
 
     def _lexical_lookup(self, candidate: MemoryEntry, now: datetime) -> tuple[frozenset[str], list[MemoryEntry]]:
         """The ids of every entry the BM25 lookup returned, and those within the lexical threshold of
@@ -258,12 +299,14 @@ class Deduplicator:
         return topic_overlap(existing, new, stance, typos=True)
 
     @staticmethod
-    def _comparable(candidate: MemoryEntry, entry: MemoryEntry) -> bool:
+    def _comparable(candidate: MemoryEntry, entry: MemoryEntry, *, across: bool = False) -> bool:
+        """Whether ``entry`` may be compared with ``candidate`` at all; ``across``: in any category (the
+        correction lookup), else only in the candidate's top-level one."""
         return (
             entry.id != candidate.id
             and entry.scope == candidate.scope  # exactly: folding must not widen or narrow who sees a fact
             and entry.current  # neither archived nor superseded: only the current belief is compared with
-            and top_category(entry.category) == top_category(candidate.category)
+            and (across or top_category(entry.category) == top_category(candidate.category))
             and not bypasses(entry)
             and not _lineage(candidate, entry)
         )

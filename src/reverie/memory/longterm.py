@@ -19,7 +19,7 @@ from typing import Any, Literal, overload
 from reverie.clock import Clock
 from reverie.core import filters, validate
 from reverie.errors import NotFound, ValidationError
-from reverie.memory import listing
+from reverie.memory import listing, successor
 from reverie.memory.contradiction import CONTRADICTION, SUPERSEDE, supersede, with_supersedes
 from reverie.memory.dedup import Contradicted, Deduplicator, SavePlan
 from reverie.memory.entries import Draft, LongTermConfig, add_new, build_entry, build_item
@@ -79,6 +79,7 @@ class LongTermMemory:
         self._on_saved = on_saved or (lambda: None)
         self._dedup = dedup
         self._on_read = on_read or (lambda _ids: None)
+        self._successors = successor.Successors(store)
         self._expand = expand
         self._extract = extract
         self._confidence = confidence
@@ -443,6 +444,8 @@ class LongTermMemory:
             )
             return listing.pinned_first(self._store, browsed, flt, PIN_FIRST_MAX) if pinned else browsed
         results = self._ranked(query, flt, count, mode, floor)
+        if mode in ("auto", "hybrid"):  # bm25 and vector are the plain signals
+            results = self._successors.forwarded(query, flt, results, count)
         needle = query.strip()
         if len(results) < count and mode != "vector":
             seen = frozenset(h.entry.id for h in results)

@@ -1,0 +1,102 @@
+"""A correction said in other words: whether a text the save is about to store changes an older entry it would
+not otherwise compare with.
+
+The save compares a new text with close entries of its own top-level category (``core.dedup.decide``): a
+restatement shares half its topic words. A correction often shares far fewer ("The team replaced Trello with
+Linear" after "The team uses Trello for planning") or is saved under another category ("Actually, Lantern
+stores schedules in PostgreSQL 17, not 16", saved without one, after the ``project-context/lantern`` entry).
+Such a text still corrects the older one when
+
+- it reads as changing it (``core.succession.changes``: it says a change the older text does not — "now",
+  "moved", "cut", "replaced", "left", an opening "No," — they share ``MIN_OVERLAP`` of their topic words or it
+  names the older one's value as replaced, and the stance check reads the difference);
+- it is about the same holder: every name the older text says before the value that changed is said again,
+  and every first person ("I", "we") unless the later text names a holder of its own ("Leo swapped his
+  Windows laptop for a MacBook" says nothing of "Hana uses a Windows laptop"; "I traded in the Civic for a
+  Tesla" is about "I drive a Honda Civic": "Honda" is part of the value). A difference with no value in the
+  older text (a negation) keeps every name of it;
+- both are short statements (at most ``MAX_WORDS`` words, no question), the older one a single sentence: a
+  looser reading than the restatement lookup's is only safe on one fact ("Sure thing Nate! See you later!" and
+  an extended entry of two facts are not one), and chat is full of "new" and "now";
+- a change that is not a replaced value (a negation, an antonym, a moved time) is about the same thing as the
+  save asks of a restatement (``core.stance.same_topic``): only the category is looser for it.
+
+Invariants: pure and deterministic; only ever a changed belief, never a restatement (nothing read here folds
+or merges two texts); a text that says no change corrects nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from reverie.core.coverage import SpecificKind, Vocabulary, lowercase_words, specifics
+from reverie.core.stance import StanceDifference, same_topic
+from reverie.core.succession import changes
+from reverie.core.text import STOPWORDS
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# The first persons a statement may be held by: "my car" and "I sold the Focus" are one holder's.
+MAX_WORDS = 30
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+_PERSONS = (frozenset({"i", "me", "my", "mine"}), frozenset({"we", "us", "our", "ours"}))
+
+
+def corrects(older: str, newer: str, *, category: str | None, vocabulary: Vocabulary) -> StanceDifference | None:
+    """How ``newer`` (said later, saved in ``category``) corrects the older entry text ``older`` (see the
+    module), or None when it does not."""
+    if not (_statement(older, single=True) and _statement(newer)):
+        return None
+    difference = changes(older, newer, vocabulary.stance)
+    if difference is None or not same_holder(older, newer, difference, category=category, vocabulary=vocabulary):
+        return None
+    if difference.kind != "value" and not same_topic(older, newer, vocabulary.stance):
+        return None
+    return difference
+
+
+def _statement(text: str, *, single: bool = False) -> bool:
+    """A short statement: at most ``MAX_WORDS`` words and no question in it; ``single``: one sentence (not two,
+    nor two paragraphs of an extended entry)."""
+    if "?" in text or len(_WORD.findall(text)) > MAX_WORDS:
+        return False
+    return not (single and (_SENTENCE_BREAK.search(text.strip()) or "\n\n" in text.strip()))
+
+
+def same_holder(
+    older: str, newer: str, difference: StanceDifference, *, category: str | None, vocabulary: Vocabulary
+) -> bool:
+    """Whether ``newer`` is about the holder of ``older``'s statement: each says the names the other says
+    before its side of the value ``difference`` replaces (all of a side's names when it names no value: a
+    negation), compared without case ("Kwame sold the noisy fence … with Omar" is Kwame's, not "Omar cooked
+    … near the noisy bicycle"), and ``newer`` says every first person of ``older`` unless it names a holder
+    of its own ("The office moved …" after "Our office is …" is ours; "Sam's studio moved …" is not). A name
+    run that ends at the value ("Honda Civic", "Ford Focus") is the value's."""
+    corpus = lowercase_words([older, newer])
+    persons, names = _holders(older, set(difference.first), category, vocabulary, corpus)
+    said = {w.lower() for w in _WORD.findall(newer)}
+    own_persons, own_names = _holders(newer, set(difference.second), category, vocabulary, corpus)
+    held = {w.lower() for w in _WORD.findall(older)}
+    if any(not name <= said for name in names) or any(not name <= held for name in own_names):
+        return False  # a name of either side's holder missing from the other: someone else's statement
+    return all(group & said for group in persons) or not own_persons - persons
+
+
+def _holders(
+    text: str, value: set[str], category: str | None, vocabulary: Vocabulary, corpus: frozenset[str]
+) -> tuple[set[frozenset[str]], list[frozenset[str]]]:
+    """The first persons (as ``_PERSONS`` groups) and the names (each as its lower-cased words) ``text`` says
+    before the first of the ``value`` words, or in all of it when it says none of them."""
+    words = list(_WORD.finditer(text))
+    lowered = [w.group(0).lower() for w in words]
+    end = next((i for i, w in enumerate(lowered) if w in value), len(words))
+    while 0 < end < len(words) and words[end - 1].group(0)[:1].isupper() and lowered[end - 1] not in STOPWORDS:
+        end -= 1  # "a blue Ford Focus": "Ford" belongs to the value ("Our" opening the text does not)
+    before = set(lowered[:end])
+    persons = {group for group in _PERSONS if group & before}
+    cut = words[end].start() if end < len(words) else len(text)
+    names = [
+        frozenset(w.lower() for w in _WORD.findall(specific.text))
+        for specific in specifics(text[:cut], category=category, vocabulary=vocabulary, corpus_lowercase=corpus).items
+        if specific.kind is not SpecificKind.NUMBER and specific.date is None
+    ]
+    return persons, names

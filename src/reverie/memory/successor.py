@@ -1,0 +1,109 @@
+"""A correction answers for what it replaced: a query that matches a superseded entry finds its successor.
+
+When a later text contradicts an entry (``memory.contradiction``), search leaves the older entry out. But the
+question a user asks is often worded like the older text: "what does the team use for planning" matches "The
+team uses Trello for planning" and barely "The team replaced Trello with Linear", which alone may not reach
+the evidence floor (the search answered nothing), and "where does Priya work" matched "Priya works at Google"
+better than anything, while "Priya left Google and joined Stripe" ranked below "Priya lives in Camden". So
+the superseded entries that say at least half the query's topic words (they are not in the search indexes:
+each caller's list of them is read once per change of the agent's entries and kept) hand that share, as a
+score, to the current entry that superseded them, followed through a chain of corrections: a successor among
+the hits is lifted to it when it is higher (the gain shown as ``context``, the superseded entry named by
+``succeeds``, as newer-first ranking does); one not among them joins them at it, labelled ``successor``.
+
+Invariants: a successor must be current and visible through the caller's filter (scope, category, expiry);
+it appears once; hits stay best first and at most ``count``; nothing is written. A search between two
+writes of the agent costs one change-log read and a set intersection per superseded entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import replace
+
+from reverie.core.stance import topic_words
+from reverie.storage.base import FactFilter, Store
+from reverie.types import EntryFilter, MemoryEntry, Scope, SearchHit, SearchResults
+
+MIN_MATCH = 0.5  # a superseded entry must say half the query's topic words to answer through its successor
+SUCCESSOR = "successor"  # matched_by of a hit found through the entry it superseded
+CHAIN = 8  # corrections of corrections followed at most (a cycle cannot be written, but a bound is cheap)
+READ = 2000  # superseded entries read per caller's view, most recently said first
+VIEWS = 256  # the views kept (scope and category); more clears them
+
+
+class Successors:
+    """Finds the successors of the superseded entries a query matches (see the module). Thread-safe."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._views: dict[tuple[Scope, str | None], tuple[int, list[tuple[MemoryEntry, frozenset[str]]]]] = {}
+        self._lock = threading.Lock()
+
+    def forwarded(self, query: str, flt: FactFilter, results: SearchResults, count: int) -> SearchResults:
+        """``results`` with the successors of the superseded entries ``query`` matches merged in by score, up to
+        ``count`` hits."""
+        asked = topic_words(query)
+        if flt.entry is not None or flt.include_archived or not asked:
+            return results
+        matches = sorted(
+            ((len(asked & words) / len(asked), old) for old, words in self._retired(flt)),
+            key=lambda pair: -pair[0],
+        )
+        hits = list(results)
+        at = {hit.entry.id: index for index, hit in enumerate(hits)}
+        for score, old in matches[:count]:
+            successor = _current(self._store, old, flt) if score >= MIN_MATCH else None
+            if successor is None:
+                continue
+            index = at.get(successor.id)
+            if index is None:
+                at[successor.id] = len(hits)
+                hits.append(SearchHit(successor, score, SUCCESSOR))
+            elif hits[index].score < score:
+                hits[index] = _lifted(hits[index], score, old.id)
+        if len(hits) == len(results) and all(a is b for a, b in zip(hits, results, strict=True)):
+            return results
+        kept = sorted(hits, key=lambda h: -h.score)[:count]  # stable: ties keep the search's order
+        return SearchResults(kept, mode=results.mode, notes=results.notes)
+
+    def _retired(self, flt: FactFilter) -> list[tuple[MemoryEntry, frozenset[str]]]:
+        """The superseded, unarchived entries ``flt``'s scope and category see, with their topic words: read
+        again only when the agent's entries changed since (its change-log position moved)."""
+        key = (flt.scope, flt.category_prefix)
+        position = self._store.facts.log_position(flt.scope.agent_id)
+        with self._lock:
+            held = self._views.get(key)
+        if held is not None and held[0] == position:
+            return held[1]
+        retired = replace(flt, entry=EntryFilter(superseded=True, archived=False))
+        listed = [(e, topic_words(e.content)) for e in self._store.facts.page(retired, "recent", None, READ)]
+        with self._lock:
+            if len(self._views) >= VIEWS:
+                self._views.clear()
+            self._views[key] = (position, listed)
+        return listed
+
+
+def _lifted(hit: SearchHit, score: float, older: str) -> SearchHit:
+    """A hit found by its own evidence, lifted to the score of the superseded entry's match (the gain shown as
+    ``context``, the superseded entry named by ``succeeds``, as newer-first ranking does)."""
+    evidence = hit.evidence
+    if evidence is not None:
+        evidence = dataclasses.replace(evidence, context=evidence.context + score - hit.score, succeeds=older)
+    return SearchHit(hit.entry, score, hit.matched_by, evidence)
+
+
+def _current(store: Store, entry: MemoryEntry, flt: FactFilter) -> MemoryEntry | None:
+    """The current entry at the end of ``entry``'s chain of successors, when ``flt`` lets it through (a link
+    of the chain may be of another category)."""
+    for _ in range(CHAIN):
+        if entry.superseded_by is None:
+            visible = entry.current and store.facts.get_many([entry.id], flt)
+            return entry if visible else None
+        following = store.facts.get(entry.superseded_by, entry.scope)
+        if following is None:
+            return None
+        entry = following
+    return None
