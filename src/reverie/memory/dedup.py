@@ -17,6 +17,11 @@ changed meanwhile, or an entry written meanwhile could be a match itself, it run
 outcome is the one a lookup under the lock gives (another write may only have shifted BM25's statistics, as
 if it had landed just after the save), while the lock is held for the writes, not the lookup.
 
+When neither finds an entry and the new text says a change ("moved", "now", "replaced", "No, …"), a third,
+the correction lookup, reads the closest BM25 entries of the scope in any category said no later than it:
+one it corrects (``core.correction``: a changed belief about the same holder, read more loosely than a
+restatement) is contradicted as below, never folded.
+
 ``core.dedupe.decide`` and the merge coverage check then choose reinforced, extended or created; a pair that
 differs in stance (``core.stance``: a negation, an antonym, a flipped comparison, a moved time) is a changed
 belief, never a restatement: the new text is its own entry and, with ``on_contradiction = "supersede"``, the
