@@ -349,3 +349,20 @@ def test_the_api_answers_superseded_with_both_ids(rv: reverie.Reverie) -> None:
         assert body["contradicts"]["kind"] == "order" and body["contradicts"]["superseded"] is True
         older = http.get(memory("a", f"/entries/{first.json()['entry']['id']}")).json()
         assert older["superseded_by"] == body["entry"]["id"] and older["archived"] is False
+
+
+def test_a_correction_in_another_category_supersedes_and_answers_for_the_old_words_on_both_backends(
+    rv_any: reverie.Reverie, clock: FakeClock
+) -> None:
+    """core.correction at save and memory.successor at search, through each store's SQL (the partial index of
+    superseded entries on both)."""
+    rv = rv_any
+    old = rv.memory.save("The team uses Trello for sprint planning", category="project-context")
+    clock.advance(timedelta(days=1))
+    new = rv.memory.save("The team replaced Trello with Linear")
+    assert new.outcome == "superseded" and rv.memory.get(old.id).superseded_by == new.id
+    hits = list(rv.memory.search("what does the team use for sprint planning", limit=5))
+    assert hits and hits[0].entry.id == new.id and all(h.entry.id != old.id for h in hits)
+    again = rv.memory.save("The team uses Linear boards for the hiring pipeline", category="project-context")
+    assert again.outcome == "created"  # a write: the superseded entries are read again, still found
+    assert [h.entry.id for h in rv.memory.search("sprint planning Trello", limit=5)][0] == new.id

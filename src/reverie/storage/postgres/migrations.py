@@ -529,6 +529,14 @@ ALTER TABLE dream_locks ADD COLUMN heartbeat_seconds double precision;
 ALTER TABLE dream_locks ADD COLUMN heartbeat_at timestamptz;
 """
 
+# The entries a later one contradicted (superseded, not archived): search hands their matches to their
+# successors (``memory.successor``), reading them again after each write of the agent — without this index a
+# scan of the agent's current entries (as SQLite's 0022_replaced_index).
+_REPLACED_INDEX = """
+CREATE INDEX facts_replaced ON facts (agent_id, archived_at, last_seen_at)
+    WHERE superseded_by IS NOT NULL AND archived_at IS NULL;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_kv_graph", _KV_GRAPH),
@@ -539,6 +547,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0008_activity_logs", _ACTIVITY_LOGS),
     ("0009_dream_holder", _DREAM_HOLDER),
     ("0010_key_users", _KEY_USERS),
+    ("0011_replaced_index", _REPLACED_INDEX),
 ]
 
 

@@ -607,6 +607,14 @@ ALTER TABLE dream_locks ADD COLUMN heartbeat_seconds REAL;
 ALTER TABLE dream_locks ADD COLUMN heartbeat_at TEXT;
 """
 
+# The entries a later one contradicted (superseded, not archived): search hands their matches to their
+# successors (``memory.successor``), reading them again after each write of the agent — without this index a
+# scan of the agent's current entries (55 ms at 100,000).
+_REPLACED_INDEX = """
+CREATE INDEX facts_replaced ON facts (agent_id, archived_at, last_seen_at)
+    WHERE superseded_by IS NOT NULL AND archived_at IS NULL;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_vectors", _VECTORS),
@@ -628,4 +636,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0019_activity_logs", _ACTIVITY_LOGS),
     ("0020_dream_holder", _DREAM_HOLDER),
     ("0021_key_users", _KEY_USERS),
+    ("0022_replaced_index", _REPLACED_INDEX),
 ]
