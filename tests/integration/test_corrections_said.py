@@ -16,6 +16,7 @@ def test_corrections_said_supersede_and_twins_stay_apart() -> None:
     assert run.twins_superseded == 0
     # Of the first 34: 15 superseded and 19 ranked first before the correction cues, 26 and 29 after. Of all 61:
     # 31 and 37 before the replacement reading and newer-first ranking, 36 and 52 after; 46 and 52 once the
-    # save reads a stated change in any category or with fewer words in common (core.correction).
-    assert run.superseded >= 46, run
+    # save reads a stated change in any category or with fewer words in common (core.correction), 48 once a
+    # replaced amount counts as a value whatever the tense.
+    assert run.superseded >= 48, run
     assert run.ranked_first >= 52, run

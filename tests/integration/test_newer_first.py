@@ -1,6 +1,6 @@
-"""Newer first (recall.newer): a correction the save did not read as one (too few topic words in common for a
-change that is not a replaced value) ranks above what it corrects when a question asks for both (real SQLite,
-real MiniLM). Corrections saved in another category are superseded at save (test_corrections_across.py)."""
+"""Newer first (recall.newer): a correction the save did not compare with what it corrects (here saved with
+``dedup=False``, as a bulk import may; corrections the save reads are superseded at save:
+test_corrections_across.py) ranks above it when a question asks for both (real SQLite, real MiniLM)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ FACTS = (
     ("The budget for the offsite is £5,000", "general"),
     ("Maya prefers short answers", "user-preferences"),
 )
-LATER = ("The offsite budget was cut to £3,500",)  # a tense and a number: read as a moved time, not a value
+LATER = ("The offsite budget was cut to £3,500",)
 ASKED = (("what is the offsite budget", 3, 0),)
 
 
@@ -28,7 +28,7 @@ def _remember(rv: reverie.Reverie, clock: FakeClock) -> tuple[list[str], list[st
     first = [rv.memory.save(text, category=category).entry.id for text, category in FACTS]
     rv.embed_pending()
     clock.advance(timedelta(days=3))
-    later = [rv.memory.save(text).entry.id for text in LATER]
+    later = [rv.memory.save(text, dedup=False).entry.id for text in LATER]
     rv.embed_pending()
     return first, later
 

@@ -31,6 +31,9 @@ def _corrects(older: str, newer: str) -> StanceDifference | None:
             "value",
         ),
         ("The office is closed on Fridays", "The office is open on Fridays now", "antonym"),
+        # A tense read as a moved time, with few words in common: the amount replaced makes it a value.
+        ("The budget for the offsite is £5,000", "The offsite budget was cut to £3,500", "value"),
+        ("The release is planned for version 2.3", "Actually the release will be version 2.4", "value"),
     ],
 )
 def test_a_stated_change_corrects_the_older_text(older: str, newer: str, kind: str) -> None:
@@ -59,7 +62,8 @@ def test_a_stated_change_corrects_the_older_text(older: str, newer: str, kind: s
         ("Is Pepper adjusting well to her new home", "Keep me updated, Pepper is adjusting well now"),
         ("Sure thing Nate! See you later!", "Sure thing! They love it when I make them new things!"),
         ("Priya works at Google", "Priya left Google and joined Stripe, " + "and she told us all about it " * 5),
-        # Only a tense or a negation with few topic words in common: not the same statement.
+        # Only a tense or a negation with few topic words in common: not the same statement, even with a number.
+        ("The budget for the offsite is £5,000", "The budget for the party was cut to £300"),
         ("I went to a convention with my colleagues", "I have a new convention badge"),
     ],
 )

@@ -19,7 +19,9 @@ Such a text still corrects the older one when
   looser reading than the restatement lookup's is only safe on one fact ("Sure thing Nate! See you later!" and
   an extended entry of two facts are not one), and chat is full of "new" and "now";
 - a change that is not a replaced value (a negation, an antonym, a moved time) is about the same thing as the
-  save asks of a restatement (``core.stance.same_topic``): only the category is looser for it.
+  save asks of a restatement (``core.stance.same_topic``): only the category is looser for it — unless a number
+  of the older text is replaced by one of the newer ("The offsite budget was cut to £3,500" after "The budget
+  for the offsite is £5,000": the tense read as a moved time, the amount a value).
 
 Invariants: pure and deterministic; only ever a changed belief, never a restatement (nothing read here folds
 or merges two texts); a text that says no change corrects nothing.
@@ -28,6 +30,7 @@ or merges two texts); a text that says no change corrects nothing.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from reverie.core.coverage import SpecificKind, Vocabulary, lowercase_words, specifics
 from reverie.core.stance import StanceDifference, same_topic
@@ -38,6 +41,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Words from which a text is a turn or a paragraph rather than one statement (the longest hand-written
 # correction of the bench has 11; chat turns that read as corrections at this looseness ran to 58).
 MAX_WORDS = 30
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
 # The first persons a statement may be held by: "my car" and "I sold the Focus" are one holder's.
 _PERSONS = (frozenset({"i", "me", "my", "mine"}), frozenset({"we", "us", "our", "ours"}))
@@ -49,11 +53,21 @@ def corrects(older: str, newer: str, *, category: str | None, vocabulary: Vocabu
     if not (_statement(older, single=True) and _statement(newer)):
         return None
     difference = changes(older, newer, vocabulary.stance)
+    if difference is not None and difference.kind != "value" and not same_topic(older, newer, vocabulary.stance):
+        difference = _quantity(older, newer)
     if difference is None or not same_holder(older, newer, difference, category=category, vocabulary=vocabulary):
         return None
-    if difference.kind != "value" and not same_topic(older, newer, vocabulary.stance):
-        return None
     return difference
+
+
+def _quantity(older: str, newer: str) -> StanceDifference | None:
+    """A number of ``older`` replaced by a number of ``newer`` ("… is £5,000" → "… was cut to £3,500"): a
+    value, although the stance check read the pair first as a moved time (a tense) or a negation."""
+    before, after = Counter(_NUMBER.findall(older)), Counter(_NUMBER.findall(newer))
+    gone, new = before - after, after - before
+    if not gone or not new:
+        return None
+    return StanceDifference("value", tuple(gone), tuple(new))
 
 
 def _statement(text: str, *, single: bool = False) -> bool:
