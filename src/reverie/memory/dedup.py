@@ -170,13 +170,14 @@ class Deduplicator:
         if match is None:
             return frozenset(), None
         found = self._store.facts.search(match, FactFilter(scope=candidate.scope, now=now), self.config.candidates)
+        read = frozenset(entry.id for entry, _ in found)
         for entry, _ in found:
             if not self._comparable(candidate, entry, across=True) or entry.last_seen_at > candidate.last_seen_at:
                 continue
             difference = corrects(entry.content, candidate.content, category=candidate.category, vocabulary=vocabulary)
             if difference is not None:
-                return frozenset(entry.id for entry, _ in found), (entry, difference)
-        return frozenset(entry.id for entry, _ in found), None
+                return read, (entry, difference)
+        return read, None
 
     def fold_on_save(
         self, candidate: MemoryEntry, now: datetime, plan: SavePlan | None = None

@@ -18,11 +18,11 @@ writes of the agent costs one change-log read and a set intersection per superse
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from dataclasses import replace
 
 from reverie.core.stance import topic_words
+from reverie.recall import newer
 from reverie.storage.base import FactFilter, Store
 from reverie.types import EntryFilter, MemoryEntry, Scope, SearchHit, SearchResults
 
@@ -48,13 +48,18 @@ class Successors:
         if flt.entry is not None or flt.include_archived or not asked:
             return results
         matches = sorted(
-            ((len(asked & words) / len(asked), old) for old, words in self._retired(flt)),
+            (
+                (share, old)
+                for old, words in self._retired(flt)
+                if (share := len(asked & words) / len(asked)) >= MIN_MATCH
+            ),
             key=lambda pair: -pair[0],
         )
         hits = list(results)
         at = {hit.entry.id: index for index, hit in enumerate(hits)}
+        changed = False
         for score, old in matches[:count]:
-            successor = _current(self._store, old, flt) if score >= MIN_MATCH else None
+            successor = _current(self._store, old, flt)
             if successor is None:
                 continue
             index = at.get(successor.id)
@@ -62,8 +67,11 @@ class Successors:
                 at[successor.id] = len(hits)
                 hits.append(SearchHit(successor, score, SUCCESSOR))
             elif hits[index].score < score:
-                hits[index] = _lifted(hits[index], score, old.id)
-        if len(hits) == len(results) and all(a is b for a, b in zip(hits, results, strict=True)):
+                hits[index] = newer.lifted(hits[index], score, old.id)
+            else:
+                continue
+            changed = True
+        if not changed:
             return results
         kept = sorted(hits, key=lambda h: -h.score)[:count]  # stable: ties keep the search's order
         return SearchResults(kept, mode=results.mode, notes=results.notes)
@@ -84,15 +92,6 @@ class Successors:
                 self._views.clear()
             self._views[key] = (position, listed)
         return listed
-
-
-def _lifted(hit: SearchHit, score: float, older: str) -> SearchHit:
-    """A hit found by its own evidence, lifted to the score of the superseded entry's match (the gain shown as
-    ``context``, the superseded entry named by ``succeeds``, as newer-first ranking does)."""
-    evidence = hit.evidence
-    if evidence is not None:
-        evidence = dataclasses.replace(evidence, context=evidence.context + score - hit.score, succeeds=older)
-    return SearchHit(hit.entry, score, hit.matched_by, evidence)
 
 
 def _current(store: Store, entry: MemoryEntry, flt: FactFilter) -> MemoryEntry | None:

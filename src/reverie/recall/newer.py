@@ -27,12 +27,18 @@ def ranked(hits: Sequence[SearchHit], ratio: float, vocabulary: StanceVocabulary
     pairs = successions(said, ratio, vocabulary)
     if not pairs:
         return list(hits)
-    lifted = list(hits)
+    moved = list(hits)
     for newer, older in sorted(pairs):
-        hit, above = lifted[newer], lifted[older]  # ``above`` already lifted when it succeeds one itself
-        gain = max(above.score - hit.score, 0.0)
-        evidence = hit.evidence
-        if evidence is not None:
-            evidence = replace(evidence, context=evidence.context + gain, succeeds=above.entry.id)
-        lifted[newer] = SearchHit(hit.entry, hit.score + gain, hit.matched_by, evidence)
-    return [lifted[i] for i in newer_first(said, pairs)] + list(hits[WINDOW:])
+        hit, above = moved[newer], moved[older]  # ``above`` already lifted when it succeeds one itself
+        moved[newer] = lifted(hit, max(above.score, hit.score), above.entry.id)
+    return [moved[i] for i in newer_first(said, pairs)] + list(hits[WINDOW:])
+
+
+def lifted(hit: SearchHit, score: float, succeeds: str) -> SearchHit:
+    """``hit`` at ``score`` (not below its own) because it changes the entry ``succeeds``: the gain shown as
+    ``context``, so ``score = own + context + time`` still holds, and ``evidence.succeeds`` naming that entry."""
+    gain = max(score - hit.score, 0.0)
+    evidence = hit.evidence
+    if evidence is not None:
+        evidence = replace(evidence, context=evidence.context + gain, succeeds=succeeds)
+    return SearchHit(hit.entry, hit.score + gain, hit.matched_by, evidence)
