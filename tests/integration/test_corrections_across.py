@@ -112,3 +112,42 @@ def test_a_successor_among_the_hits_takes_the_superseded_match(rv: reverie.Rever
     assert hits[0].evidence is None or hits[0].evidence.succeeds == first
     asked_else = list(rv.memory.search("where does Priya live", limit=5))
     assert asked_else[0].entry.content == "Priya lives in Camden"  # half the words: not above the answer
+
+
+def test_a_relation_said_in_other_words_is_found_and_superseded(rv: reverie.Reverie, clock: FakeClock) -> None:
+    """A correction may share no word with what it corrects ("I moved to Bristol", "I live in Leeds"): the
+    lookup also asks for the relation's other words (``relations`` of the stance vocabulary), and the slot
+    reading (core.slot) reads the replaced place. The agent's other facts, the same shapes about something
+    else, stay current."""
+    kept = [
+        rv.memory.save(text).entry.id
+        for text in ("My sister lives in Cardiff", "The book club meets on Tuesdays", "The team standup is at 10:00")
+    ]
+    home = rv.memory.save("I live in Leeds").entry.id
+    rv.embed_pending()
+    clock.advance(timedelta(days=2))
+    moved = rv.memory.save("I moved to Bristol last month")
+    standup = rv.memory.save("The standup moved to 9:30")
+    rv.embed_pending()
+    assert moved.outcome == "superseded" and moved.contradiction is not None
+    assert moved.contradiction.entry_id == home and rv.memory.get(home).superseded_by == moved.entry.id
+    assert standup.outcome == "superseded" and rv.memory.get(kept[2]).superseded_by == standup.entry.id
+    assert all(rv.memory.get(i).current for i in kept[:2])
+    assert rv.memory.search("where do I live")[0].entry.id == moved.entry.id
+    assert rv.memory.search("what time is the standup")[0].entry.id == standup.entry.id
+    later = rv.memory.save("My brother moved to Edinburgh in March")  # someone else: supersedes nothing
+    assert later.outcome == "created" and rv.memory.get(kept[0]).current
+
+
+def test_a_successor_answers_for_two_words_of_the_question_or_all(rv: reverie.Reverie, clock: FakeClock) -> None:
+    """One word of two ("user" of "where does the user live") does not let a superseded entry answer through its
+    successor; a word of the same relation counts as that relation ("car" and "drive")."""
+    rv.memory.save("The user lives in Lyon", category="user-preferences")
+    _, standup = _pair(rv, clock, "The user's standup is at 9:15 every weekday", "Standup moved to 9:45")
+    _, car = _pair(rv, clock, "I drive a Honda Civic", "I traded in the Civic for a Tesla Model 3")
+    assert standup.outcome == "superseded" and car.outcome == "superseded"
+    hits = list(rv.memory.search("where does the user live", limit=5))
+    assert hits[0].entry.content == "The user lives in Lyon"
+    assert all(h.entry.id != standup.entry.id for h in hits)
+    driven = list(rv.memory.search("what car do I drive", limit=5))
+    assert driven and driven[0].entry.id == car.entry.id

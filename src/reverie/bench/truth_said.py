@@ -161,6 +161,44 @@ CORRECTIONS: list[tuple[str, str, str]] = [
         "when does the newsletter go out",
     ),
     ("Ines takes the train to work", "Ines cycles to work these days", "how does Ines get to work"),
+    # Written after the replaced-slot reading (core.slot) and scored once (2026-12-03, night): 13 read at first,
+    # 14 after the amendment they showed (a name opening the text acts, as "I" or "we" does).
+    ("My sister lives in Cardiff", "My sister moved to Edinburgh in March", "where does my sister live"),
+    ("Jonas works at Siemens", "Jonas has a new job at Bosch", "where does Jonas work"),
+    (
+        "The book club meets on the first Tuesday of the month",
+        "Book club is now on the first Wednesday",
+        "when does book club meet",
+    ),
+    ("Our dog's vet is Dr Kowalski", "We switched the dog to a new vet, Dr Brennan", "who is the dog's vet"),
+    (
+        "The gym membership costs £35 a month",
+        "The gym raised the membership fee to £42",
+        "how much is the gym membership",
+    ),
+    ("Lena's piano lesson is at 4pm on Wednesdays", "Lena's piano lesson moved to 5pm", "when is Lena's piano lesson"),
+    ("The Wi-Fi password is tulip2024", "We changed the Wi-Fi password to maple7781", "what is the wifi password"),
+    ("Carlos is dating Maria", "Carlos and Maria broke up; he is now seeing Ana", "who is Carlos dating"),
+    ("Our office is on the fifth floor", "The office moved down to the second floor", "which floor is the office on"),
+    ("Amir's flight leaves at 07:15", "Amir's flight was rescheduled to 09:40", "when does Amir's flight leave"),
+    ("I bank with Barclays", "I moved my account to Monzo", "which bank do I use"),
+    (
+        "The kids go to Hillside Primary",
+        "The kids started at Oakwood Academy this term",
+        "which school do the kids go to",
+    ),
+    ("Priya's phone number ends in 4471", "Priya got a new number ending in 9023", "what is Priya's phone number"),
+    (
+        "The quarterly report is due on 15 April",
+        "The quarterly report deadline was pushed back to 29 April",
+        "when is the quarterly report due",
+    ),
+    ("Our internet provider is Virgin Media", "We switched broadband to BT last week", "who is our internet provider"),
+    ("Hannah's manager is Paul", "Hannah now reports to Grace", "who is Hannah's manager"),
+    ("Dad lives in Leeds", "Dad relocated to York after retiring", "where does Dad live"),
+    ("My car is a Toyota Yaris", "I sold the Yaris and bought a Kia Niro", "what car do I have"),
+    ("The team retro is on Thursday afternoons", "We moved the retro to Friday mornings", "when is the retro"),
+    ("The rent is £950 a month", "Our landlord put the rent up to £1,025", "how much is the rent"),
 ]
 # (stored, said later about something else)
 TWINS: list[tuple[str, str]] = [
@@ -187,6 +225,19 @@ TWINS: list[tuple[str, str]] = [
     ("Oliver is learning Spanish", "Emma dropped Spanish and is learning French instead"),
     ("The newsletter goes out on Thursdays", "The podcast now goes out on Fridays"),
     ("Ravi's manager is Claire", "Nadia reports to Tom now"),
+    # Written with the corrections above them, scored once.
+    ("My sister lives in Cardiff", "My brother moved to Edinburgh in March"),
+    ("Jonas works at Siemens", "Lukas has a new job at Bosch"),
+    ("The book club meets on Tuesdays", "The film club now meets on Wednesdays"),
+    ("Our dog's vet is Dr Kowalski", "Our cat's new vet is Dr Brennan"),
+    ("Lena's piano lesson is at 4pm", "Lena's swimming lesson moved to 5pm"),
+    ("Amir's flight leaves at 07:15", "Amir's train was rescheduled to 09:40"),
+    ("Hannah's manager is Paul", "Oscar now reports to Grace"),
+    ("Dad lives in Leeds", "Mum's sister relocated to York"),
+    ("The team retro is on Thursdays", "We moved the planning meeting to Fridays"),
+    ("The rent is £950 a month", "The council tax went up to £160 a month"),
+    ("The quarterly report is due on 15 April", "The annual report deadline was pushed back to 29 April"),
+    ("I bank with Barclays", "My wife moved her account to Monzo"),
 ]
 
 

@@ -33,6 +33,7 @@ import re
 from collections import Counter
 
 from reverie.core.coverage import SpecificKind, Vocabulary, lowercase_words, specifics
+from reverie.core.slot import replaced_slot
 from reverie.core.stance import StanceDifference, same_topic
 from reverie.core.succession import changes
 from reverie.core.text import STOPWORDS
@@ -55,6 +56,8 @@ def corrects(older: str, newer: str, *, category: str | None, vocabulary: Vocabu
     difference = changes(older, newer, vocabulary.stance)
     if difference is not None and difference.kind != "value" and not same_topic(older, newer, vocabulary.stance):
         difference = _quantity(older, newer)
+    if difference is None and _statement(newer, single=True):  # looser still: one sentence each
+        difference = replaced_slot(older, newer, vocabulary)
     if difference is None or not same_holder(older, newer, difference, category=category, vocabulary=vocabulary):
         return None
     return difference

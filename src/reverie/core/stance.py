@@ -57,11 +57,13 @@ __all__ = [
     "change_words",
     "names_replaced",
     "parse_failed",
+    "relation_topics",
     "same_text",
     "same_topic",
     "stance_difference",
     "stance_either_way",
     "topic_overlap",
+    "topic_tokens",
     "topic_words",
     "word_overlap",
 ]
@@ -526,9 +528,22 @@ def topic_words(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABUL
     without the words that only carry stance (negations, time references, comparison markers); an antonym
     stands for its axis, so "likes dark mode" and "dislikes dark mode" are about one thing while "works
     remotely" and "works from the office" are not."""
+    return frozenset(topic for _, topic in topic_tokens(text, vocabulary))
+
+
+def relation_topics(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> frozenset[str]:
+    """``topic_words`` with each word of a relation read as the relation (``StanceVocabulary.relations``):
+    "what car do I drive" and "I drive a Honda Civic" share their one topic, the car one drives."""
+    relation = vocabulary.relation_of
+    return frozenset(relation.get(token, topic) for token, topic in topic_tokens(text, vocabulary))
+
+
+def topic_tokens(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> list[tuple[str, str]]:
+    """The words ``topic_words`` reads, in the order ``text`` says them: each lower-cased word with the topic
+    word it stands for."""
     stance, axes, language = vocabulary.stance_words, vocabulary.axes, vocabulary.stemmer
     words = (t for t in _tokens(text, vocabulary) if t not in STOPWORDS and t not in stance)
-    return frozenset(axes.get(t) or _stem(t, language) for t in words)
+    return [(t, axes.get(t) or _stem(t, language)) for t in words]
 
 
 def topic_overlap(

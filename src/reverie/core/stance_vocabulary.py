@@ -11,7 +11,8 @@ negation), ``contractions`` (a word → how it is spelt out: "can't" → "can no
 ("n't": "isn't" → "is not"), ``antonyms`` (pairs of word lists: each form of one side against each of the
 other), ``negativePrefixes`` and ``negativePrefixMinBase`` ("un" + a word of at least that length is its
 opposite), ``orderMarkers`` (words or phrases with a before and an after: "over", "rather than"),
-``moveMarkers`` (pairs: "from" … "to"), ``times`` (class → words or phrases; ``presentTime`` names the class
+``moveMarkers`` (pairs: "from" … "to"), ``relations`` (word lists, each the words of one relation: "live",
+"moved", "relocated"), ``times`` (class → words or phrases; ``presentTime`` names the class
 that adding alone is no move), ``clauseBreaks`` (words that split a merged text into clauses), ``stemmer``
 (a Snowball stemmer's name, for comparing what two texts are about: "worked" and "works" are one word).
 
@@ -68,6 +69,9 @@ class StanceVocabulary:
     replacements: frozenset[str] = frozenset()
     # "No, …" opening a text: an answer correcting what was said, not a negation of the statement.
     correction_interjections: frozenset[str] = frozenset()
+    # Words that name one relation ("live", "moved", "relocated"; "manager", "reports"): a correction may say
+    # the relation in other words than the fact it changes ("I moved to Bristol" after "I live in Leeds").
+    relations: tuple[frozenset[str], ...] = ()
 
     # Derived once (the check runs on every save): every multi-word entry by its number of words; the words
     # that carry stance and say nothing of the topic (negations, comparison and move markers, time references),
@@ -75,6 +79,7 @@ class StanceVocabulary:
     phrases: Mapping[int, frozenset[str]] = field(init=False, repr=False, compare=False)
     stance_words: frozenset[str] = field(init=False, repr=False, compare=False)
     axes: Mapping[str, str] = field(init=False, repr=False, compare=False)
+    relation_of: Mapping[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_length: dict[int, set[str]] = {}
@@ -91,6 +96,18 @@ class StanceVocabulary:
             for word in sorted(first | second):
                 axes.setdefault(word, f"~{index}")  # "~" never starts a token, so an axis is never a word
         object.__setattr__(self, "axes", axes)
+        relation_of: dict[str, str] = {}
+        for index, group in enumerate(self.relations):
+            for word in sorted(group):
+                relation_of.setdefault(word, f"={index}")  # "=" never starts a token either
+        object.__setattr__(self, "relation_of", relation_of)
+
+    def related(self, words: Iterable[str]) -> list[str]:
+        """The words that name the same relation as one of ``words`` (``relations``), not among them, in a
+        stable order: what a lookup adds to find a fact said with the relation's other words."""
+        said = set(words)
+        groups = [group for group in self.relations if group & said]
+        return sorted({w for group in groups for w in group if " " not in w} - said)
 
     def extended(self, other: StanceVocabulary) -> StanceVocabulary:
         """This vocabulary with ``other``'s words added (``other``'s settings win where both set one)."""
@@ -114,6 +131,7 @@ class StanceVocabulary:
             retractions=self.retractions | other.retractions,
             replacements=self.replacements | other.replacements,
             correction_interjections=self.correction_interjections | other.correction_interjections,
+            relations=self.relations + tuple(g for g in other.relations if g not in self.relations),
         )
 
 
@@ -142,6 +160,15 @@ def _antonyms(document: Mapping[str, Any]) -> tuple[tuple[frozenset[str], frozen
             raise _Malformed("each side of an antonym pair must be a word or a list of words")
         pairs.append((_lowered(sides[0]), _lowered(sides[1])))
     return tuple(pairs)
+
+
+def _relations(document: Mapping[str, Any]) -> tuple[frozenset[str], ...]:
+    value = document.get("relations", [])
+    if not isinstance(value, list) or not all(
+        isinstance(group, list) and group and all(isinstance(w, str) for w in group) for group in value
+    ):
+        raise _Malformed("relations must be a list of word lists")
+    return tuple(_lowered(group) for group in value)
 
 
 def _moves(document: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -189,7 +216,7 @@ _KEYS = frozenset(
     {"language", "builtIn", "negations", "negationPhrases", "contractions", "contractionSuffix", "antonyms",
      "negativePrefixes", "negativePrefixMinBase", "orderMarkers", "moveMarkers", "times", "presentTime",
      "clauseBreaks", "stemmer", "changeMarkers", "singleValued",
-     "additionMarkers", "retractions", "replacements", "correctionInterjections"}
+     "additionMarkers", "retractions", "replacements", "correctionInterjections", "relations"}
 )  # fmt: skip
 
 
@@ -231,6 +258,7 @@ def _vocabulary_of(document: dict[str, Any]) -> StanceVocabulary:
         retractions=_lowered(string_list(document, "retractions")),
         replacements=_lowered(string_list(document, "replacements")),
         correction_interjections=_lowered(string_list(document, "correctionInterjections")),
+        relations=_relations(document),
     )
 
 

@@ -166,7 +166,9 @@ class Deduplicator:
         the candidate that it corrects, with how."""
         if not change_words(candidate.content, vocabulary.stance):
             return frozenset(), None
-        match = text.fts_match(text.query_terms(candidate.content))
+        terms = text.query_terms(candidate.content)
+        # "I moved to Bristol" shares no word with "I live in Leeds": the relation's other words find it.
+        match = text.fts_match(terms + vocabulary.stance.related(terms))
         if match is None:
             return frozenset(), None
         found = self._store.facts.search(match, FactFilter(scope=candidate.scope, now=now), self.config.candidates)

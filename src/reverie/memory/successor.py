@@ -5,11 +5,13 @@ question a user asks is often worded like the older text: "what does the team us
 team uses Trello for planning" and barely "The team replaced Trello with Linear", which alone may not reach
 the evidence floor (the search answered nothing), and "where does Priya work" matched "Priya works at Google"
 better than anything, while "Priya left Google and joined Stripe" ranked below "Priya lives in Camden". So
-the superseded entries that say at least half the query's topic words (they are not in the search indexes:
-each caller's list of them is read once per change of the agent's entries and kept) hand that share, as a
-score, to the current entry that superseded them, followed through a chain of corrections: a successor among
-the hits is lifted to it when it is higher (the gain shown as ``context``, the superseded entry named by
-``succeeds``, as newer-first ranking does); one not among them joins them at it, labelled ``successor``.
+the superseded entries that say at least half the query's topic words, two of them at least or all (a word of
+a relation read as the relation: "car" and "drive", ``core.stance.relation_topics``), hand that share, as a
+score, to the current entry that superseded them (they are not in the search indexes: each caller's list of
+them is read once per change of the agent's entries and kept), followed through a chain of corrections: a
+successor among the hits is lifted to it when it is higher (the gain shown as ``context``, the superseded
+entry named by ``succeeds``, as newer-first ranking does); one not among them joins them at it, labelled
+``successor``.
 
 Invariants: a successor must be current and visible through the caller's filter (scope, category, expiry);
 it appears once; hits stay best first and at most ``count``; nothing is written. A search between two
@@ -21,12 +23,13 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from reverie.core.stance import topic_words
+from reverie.core.stance import relation_topics
 from reverie.recall import newer
 from reverie.storage.base import FactFilter, Store
 from reverie.types import EntryFilter, MemoryEntry, Scope, SearchHit, SearchResults
 
-MIN_MATCH = 0.5  # a superseded entry must say half the query's topic words to answer through its successor
+# A superseded entry must say half the query's topic words (two at least, or all) to answer through its successor.
+MIN_MATCH = 0.5
 SUCCESSOR = "successor"  # matched_by of a hit found through the entry it superseded
 CHAIN = 8  # corrections of corrections followed at most (a cycle cannot be written, but a bound is cheap)
 READ = 2000  # superseded entries read per caller's view, most recently said first
@@ -44,15 +47,11 @@ class Successors:
     def forwarded(self, query: str, flt: FactFilter, results: SearchResults, count: int) -> SearchResults:
         """``results`` with the successors of the superseded entries ``query`` matches merged in by score, up to
         ``count`` hits."""
-        asked = topic_words(query)
+        asked = relation_topics(query)
         if flt.entry is not None or flt.include_archived or not asked:
             return results
         matches = sorted(
-            (
-                (share, old)
-                for old, words in self._retired(flt)
-                if (share := len(asked & words) / len(asked)) >= MIN_MATCH
-            ),
+            ((share, old) for old, words in self._retired(flt) if (share := _share(asked, words)) >= MIN_MATCH),
             key=lambda pair: -pair[0],
         )
         hits = list(results)
@@ -86,12 +85,19 @@ class Successors:
         if held is not None and held[0] == position:
             return held[1]
         retired = replace(flt, entry=EntryFilter(superseded=True, archived=False))
-        listed = [(e, topic_words(e.content)) for e in self._store.facts.page(retired, "recent", None, READ)]
+        listed = [(e, relation_topics(e.content)) for e in self._store.facts.page(retired, "recent", None, READ)]
         with self._lock:
             if len(self._views) >= VIEWS:
                 self._views.clear()
             self._views[key] = (position, listed)
         return listed
+
+
+def _share(asked: frozenset[str], words: frozenset[str]) -> float:
+    """The share of the query's topic words a superseded entry says, counted only when it says two of them or
+    all: one word of two ("user" of "where does the user live") is too little to answer for the entry."""
+    said = len(asked & words)
+    return said / len(asked) if said >= 2 or said == len(asked) else 0.0
 
 
 def _current(store: Store, entry: MemoryEntry, flt: FactFilter) -> MemoryEntry | None:
