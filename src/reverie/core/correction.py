@@ -9,7 +9,10 @@ Such a text still corrects the older one when
 
 - it reads as changing it (``core.succession.changes``: it says a change the older text does not — "now",
   "moved", "cut", "replaced", "left", an opening "No," — they share ``MIN_OVERLAP`` of their topic words or it
-  names the older one's value as replaced, and the stance check reads the difference);
+  names the older one's value as replaced, and the stance check reads the difference) — or, where the stance
+  check reads none and the later text is one sentence too, it puts a value of the same kind in the older one's
+  place about the same subject ("The standup moved to 9:30" after "The team standup is at 10:00", "I moved to
+  Bristol" after "I live in Leeds": ``core.slot``);
 - it is about the same holder: every name the older text says before the value that changed is said again,
   and every first person ("I", "we") unless the later text names a holder of its own ("Leo swapped his
   Windows laptop for a MacBook" says nothing of "Hana uses a Windows laptop"; "I traded in the Civic for a
