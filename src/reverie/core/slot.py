@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterable
 
 from reverie.core.coverage import SpecificKind, Vocabulary, lowercase_words, specifics
-from reverie.core.stance import StanceDifference, change_words, topic_tokens
+from reverie.core.stance import StanceDifference, change_words, relation_topics, topic_tokens
 from reverie.core.text import STOPWORDS
 
 # Month names in any case but "may" and "march" (a modal, a verb), which must be capitalised.
@@ -137,9 +137,8 @@ def _frame_kept(older: str, newer: str, gone: set[str], vocabulary: Vocabulary) 
     will do): where names cannot be read, the place "nairobi" of "zara relocated to nairobi … on august 4"
     could be a second value replaced."""
     relation = vocabulary.stance.relation_of
-    said = {relation.get(t, key) for t, key in topic_tokens(newer, vocabulary.stance)}
     words = {relation.get(t, key) for t, key in topic_tokens(older, vocabulary.stance) if t not in gone}
-    return words <= said
+    return words <= relation_topics(newer, vocabulary.stance)
 
 
 def _one(older: str, went: list[tuple[int, str]]) -> bool:
@@ -166,7 +165,7 @@ def _unit(text: str, value: str) -> str | None:
 
 def _subject_at(older: str, old: dict[str, list[tuple[int, str]]], vocabulary: Vocabulary) -> int | None:
     """Where ``older``'s first topic word that is no value or name starts (its subject), or None."""
-    values = set(_words(v for vs in old.values() for _, v in vs))
+    values = _value_words(old)
     for token, _ in topic_tokens(older, vocabulary.stance):
         if token not in values and _content(token):
             found = re.search(rf"(?<![^\W_]){re.escape(token)}(?![^\W_])", older.lower())
@@ -184,12 +183,11 @@ def _subject_said(
     """Whether ``newer`` says ``older``'s subject with nothing of its own before it (see the module)."""
     stance = vocabulary.stance
     relation = stance.relation_of
-    old_values = set(_words(v for vs in old.values() for _, v in vs))
-    typed = set(_words(v for kind, vs in new.items() if kind != "name" for _, v in vs))
-    older_tokens = topic_tokens(older, stance)
-    frame = [relation.get(t, key) for t, key in older_tokens if t not in old_values and _content(t)]
+    old_values = _value_words(old)
+    typed = _value_words({kind: vs for kind, vs in new.items() if kind != "name"})
+    frame = [relation.get(t, key) for t, key in topic_tokens(older, stance) if t not in old_values and _content(t)]
     subject = set(frame[:2])
-    known = {relation.get(t, key) for t, key in older_tokens} | old_values
+    known = relation_topics(older, stance) | old_values
     first = _WORD.search(newer)
     free = first is not None and _acts(newer, first, old)
     marked = change_words(newer, stance)
@@ -215,8 +213,8 @@ def _nouns_kept(
     stance = vocabulary.stance
     relation = stance.relation_of
     keys = dict(topic_tokens(older, stance))
-    values = set(_words(v for vs in old.values() for _, v in vs))
-    said = {relation.get(t, key) for t, key in topic_tokens(newer, stance)}
+    values = _value_words(old)
+    said = relation_topics(newer, stance)
     words = _WORD.findall(older.lower())
     frame: list[tuple[str, bool]] = []  # each frame word's topic, and whether it is a noun
     for index, word in enumerate(words):
@@ -230,7 +228,7 @@ def _nouns_kept(
     return True
 
 
-def _possesses_another(newer: str, known: set[str], marked: frozenset[str], vocabulary: Vocabulary) -> bool:
+def _possesses_another(newer: str, known: frozenset[str], marked: frozenset[str], vocabulary: Vocabulary) -> bool:
     """Whether ``newer`` says something possessed the older text does not ("The user's brother moved to Paris"
     is the brother's, not about "The user lives in Lyon"; "Kenji's new manager" is the manager ``known``)."""
     stance = vocabulary.stance
@@ -281,6 +279,11 @@ def _says(said: str, value: str) -> bool:
     "Mondays")."""
     words = " ".join(_WORD.findall(value)).removesuffix("s")
     return f" {words} " in said or f" {words}s " in said
+
+
+def _value_words(values: dict[str, list[tuple[int, str]]]) -> set[str]:
+    """Every word of the values ``_values`` read, of any kind."""
+    return set(_words(v for said in values.values() for _, v in said))
 
 
 def _words(values: Iterable[str]) -> list[str]:
