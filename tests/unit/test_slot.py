@@ -61,6 +61,7 @@ def test_a_value_of_the_same_kind_replaced_in_other_words_corrects(
         ("The book club meets on Tuesdays", "The film club now meets on Wednesdays"),
         ("Lena's piano lesson is at 4pm", "Lena's swimming lesson moved to 5pm"),
         ("My sister lives in Cardiff", "My brother moved to Edinburgh in March"),
+        ("My sister lives in Cardiff", "I moved to Bristol last month"),  # "lives" said as "moved": not her
         ("I bank with Barclays", "My wife moved her account to Monzo"),
         ("The user lives in Lyon", "The user's brother moved to Paris"),  # something possessed: another holder
         ("My sister Ana lives in Cardiff", "Ana's boyfriend moved to Swansea"),

@@ -26,7 +26,8 @@ statement is about. ``replaced_slot`` reads a pair as a replaced value when
   on Fridays" is not about "The newsletter goes out on Thursdays", nor "Maya's sister now leaves on May 5"
   about "Maya leaves on May 3";
 - it says every noun of the older statement before its value (a word after a determiner or a possessive),
-  or a word of its relation — the first may be left out when the next is said ("team standup" → "standup"):
+  or a word of its relation — the first may be left out when the next is said word for word ("team standup" →
+  "standup"; not "My sister lives in Cardiff" → "I moved to Bristol", where "lives" is said as "moved"):
   "The budget for the party was cut to £300" is not about "The budget for the offsite is £5,000", while a
   verb said in other words is no other thing ("rehearses" → "practice");
 - what the later text names as replaced ("from Kyoto", "instead of the 7:40", "not Tuesday"), if anything, is
@@ -44,7 +45,7 @@ import re
 from collections.abc import Iterable
 
 from reverie.core.coverage import SpecificKind, Vocabulary, lowercase_words, specifics
-from reverie.core.stance import StanceDifference, change_words, relation_topics, topic_tokens
+from reverie.core.stance import StanceDifference, change_words, relation_topics, topic_tokens, topic_words
 from reverie.core.text import STOPWORDS
 
 # Month names in any case but "may" and "march" (a modal, a verb), which must be capitalised.
@@ -207,23 +208,28 @@ def _nouns_kept(
 ) -> bool:
     """Whether ``newer`` says every noun of ``older``'s statement before its replaced value — a word after a
     determiner or a possessive ("the offsite", "cat's name") — or a word of its relation; the first may be left
-    out when the next is said ("team standup" → "standup"). "The budget for the party was cut to £300" is not
-    about "The budget for the offsite is £5,000"; a verb said in other words is no other thing ("rehearses" →
-    "practice")."""
+    out when the next is said word for word ("team standup" → "standup"). "The budget for the party was cut to
+    £300" is not about "The budget for the offsite is £5,000"; a verb said in other words is no other thing
+    ("rehearses" → "practice")."""
     stance = vocabulary.stance
     relation = stance.relation_of
     keys = dict(topic_tokens(older, stance))
     values = _value_words(old)
     said = relation_topics(newer, stance)
     words = _WORD.findall(older.lower())
-    frame: list[tuple[str, bool]] = []  # each frame word's topic, and whether it is a noun
+    literal = topic_words(newer, stance)
+    frame: list[tuple[str, str, bool]] = []  # each frame word's topic, its relation, and whether it is a noun
     for index, word in enumerate(words):
         if word in gone:
             break
         if word in keys and word not in values and _content(word):
-            frame.append((relation.get(word, keys[word]), index > 0 and words[index - 1] in _DETERMINERS))
-    for index, (topic, noun) in enumerate(frame):
-        if noun and topic not in said and not (index == 0 and len(frame) > 1 and frame[1][0] in said):
+            noun = index > 0 and words[index - 1] in _DETERMINERS
+            frame.append((keys[word], relation.get(word, keys[word]), noun))
+    for index, (_, topic, noun) in enumerate(frame):
+        # The head of a compound said again word for word ("standup" of "team standup"): "lives" said as
+        # "moved" does not stand for "sister" of "My sister lives in Cardiff".
+        head = index == 0 and len(frame) > 1 and frame[1][0] in literal
+        if noun and topic not in said and not head:
             return False
     return True
 
