@@ -3,6 +3,7 @@ answering for what it replaced (memory.successor): real SQLite, the engine's own
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import reverie
@@ -151,3 +152,14 @@ def test_a_successor_answers_for_two_words_of_the_question_or_all(rv: reverie.Re
     assert all(h.entry.id != standup.entry.id for h in hits)
     driven = list(rv.memory.search("what car do I drive", limit=5))
     assert driven and driven[0].entry.id == car.entry.id
+
+
+def test_a_successor_reads_the_deployments_relations(rv: reverie.Reverie, clock: FakeClock) -> None:
+    """The successor lookup reads the home's stance-vocabulary file, edited while the engine runs: a team that
+    calls its standup the scrum asks by that word."""
+    _, standup = _pair(rv, clock, "The user's standup is at 9:15 every weekday", "Standup moved to 9:45")
+    assert standup.outcome == "superseded"
+    assert all(h.matched_by != SUCCESSOR for h in rv.memory.search("when is the scrum"))
+    (rv.settings.home / "stance-vocabulary.json").write_text(json.dumps({"relations": [["standup", "scrum"]]}))
+    hits = list(rv.memory.search("when is the scrum"))
+    assert hits and hits[0].entry.id == standup.entry.id and hits[0].matched_by == SUCCESSOR

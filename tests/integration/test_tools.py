@@ -250,6 +250,24 @@ def test_memory_explore_walks_sequences_recall_and_merges(tools: ToolRegistry, r
 
 
 # -- memory_query --------------------------------------------------------------------------------------------
+def test_search_tools_take_a_limit(tools: ToolRegistry) -> None:
+    """An agent that asks for fewer (or more) hits than the default gets them; a limit out of range is refused
+    by the schema, before anything is searched."""
+    for city in ("Lisbon", "Porto", "Faro", "Braga", "Coimbra", "Evora", "Aveiro", "Sintra", "Cascais", "Lagos"):
+        ok(tools.call("save_memory", {"content": f"The team visited {city} for the offsite"}, A))
+    ok(tools.call("save_memory", {"content": "The team visited Tavira for the offsite"}, A))
+    assert len(ok(tools.call("search_memory", {"query": "team offsite visited"}, A)).data["results"]) == 10
+    two = ok(tools.call("search_memory", {"query": "team offsite visited", "limit": 2}, A))
+    assert len(two.data["results"]) == 2 and two.text.startswith("2 memories")
+    more = ok(tools.call("search_memory", {"query": "team offsite visited", "limit": 20}, A))
+    assert len(more.data["results"]) == 11
+    assert len(ok(tools.call("search_memory", {"limit": 3}, A)).data["entries"]) == 3  # a browse too
+    assert len(ok(tools.call("memory_query", {"query": "offsite", "limit": 4}, A)).data["results"]) == 4
+    for bad in (0, 101, "5", 2.5, True):
+        refused(tools.call("search_memory", {"query": "offsite", "limit": bad}, A), "validation")
+        refused(tools.call("memory_query", {"query": "offsite", "limit": bad}, A), "validation")
+
+
 def test_memory_query_options(tools: ToolRegistry, rv: reverie.Reverie) -> None:
     scope = Scope(ALLOWED)
     pinned = rv.memory.save("Always answer in Portuguese", pinned=True, category="style", scope=scope)

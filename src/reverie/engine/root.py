@@ -179,6 +179,7 @@ class Reverie:
             extract=extractable if extraction is not None else None,
             confidence=self.lint.confidences,
             on_activity=self.activity.note if writable else None,  # reads note activity: a write
+            stance=lambda: self.coverage_vocabulary().stance,
         )
         self.explorer = MemoryExplorer(self.store, self.clock, self.recall)
         self.consolidation = SemanticConsolidation(

@@ -18,6 +18,7 @@ from typing import Any, Literal, overload
 
 from reverie.clock import Clock
 from reverie.core import filters, validate
+from reverie.core.stance_vocabulary import StanceVocabulary
 from reverie.errors import NotFound, ValidationError
 from reverie.memory import listing, successor
 from reverie.memory.contradiction import CONTRADICTION, SUPERSEDE, supersede, with_supersedes
@@ -64,6 +65,7 @@ class LongTermMemory:
         extract: Callable[[MemoryEntry], bool] | None = None,
         confidence: Callable[[list[MemoryEntry], Scope], Mapping[str, float]] | None = None,
         on_activity: Callable[[Scope], None] | None = None,
+        stance: Callable[[], StanceVocabulary] | None = None,
     ) -> None:
         """``dedup``: save-time deduplication (None: every save creates an entry). ``on_read`` is told the
         ids a caller read (search hits, ``get``): reads keep entries warm in the forget sweep. ``expand``
@@ -71,7 +73,9 @@ class LongTermMemory:
         the background expansion (``memory.expansion``; None: nothing is); ``extract`` likewise for the
         knowledge graph's extraction queue (``memory.graph_extraction``). ``confidence`` gives entries'
         confidence (``memory.lint``), read only when ``belief_authority_weight`` > 0. ``on_activity`` is told
-        the scope of every save, search, browse and read (the dream's activity gate and idle trigger)."""
+        the scope of every save, search, browse and read (the dream's activity gate and idle trigger).
+        ``stance`` gives the deployment's stance vocabulary (its relations read a query against superseded
+        entries, ``memory.successor``; None: the built-in one)."""
         self._store = store
         self._clock = clock
         self.config = config or LongTermConfig()
@@ -79,7 +83,7 @@ class LongTermMemory:
         self._on_saved = on_saved or (lambda: None)
         self._dedup = dedup
         self._on_read = on_read or (lambda _ids: None)
-        self._successors = successor.Successors(store)
+        self._successors = successor.Successors(store, stance)
         self._expand = expand
         self._extract = extract
         self._confidence = confidence

@@ -21,9 +21,11 @@ writes of the agent costs one change-log read and a set intersection per superse
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 
 from reverie.core.stance import relation_topics
+from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY, StanceVocabulary
 from reverie.recall import newer
 from reverie.storage.base import FactFilter, Store
 from reverie.types import EntryFilter, MemoryEntry, Scope, SearchHit, SearchResults
@@ -34,24 +36,30 @@ SUCCESSOR = "successor"  # matched_by of a hit found through the entry it supers
 CHAIN = 8  # corrections of corrections followed at most (a cycle cannot be written, but a bound is cheap)
 READ = 2000  # superseded entries read per caller's view, most recently said first
 VIEWS = 256  # the views kept (scope and category); more clears them
+# A view: the agent's change-log position and the vocabulary it was read at, and its entries with their words.
+_View = tuple[int, StanceVocabulary, list[tuple[MemoryEntry, frozenset[str]]]]
 
 
 class Successors:
     """Finds the successors of the superseded entries a query matches (see the module). Thread-safe."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, stance: Callable[[], StanceVocabulary] | None = None) -> None:
+        """``stance``: the deployment's stance vocabulary, asked at each search (None: the built-in one)."""
         self._store = store
-        self._views: dict[tuple[Scope, str | None], tuple[int, list[tuple[MemoryEntry, frozenset[str]]]]] = {}
+        self._stance = stance or (lambda: DEFAULT_STANCE_VOCABULARY)
+        self._views: dict[tuple[Scope, str | None], _View] = {}
         self._lock = threading.Lock()
 
     def forwarded(self, query: str, flt: FactFilter, results: SearchResults, count: int) -> SearchResults:
         """``results`` with the successors of the superseded entries ``query`` matches merged in by score, up to
         ``count`` hits."""
-        asked = relation_topics(query)
+        vocabulary = self._stance()
+        asked = relation_topics(query, vocabulary)
         if flt.entry is not None or flt.include_archived or not asked:
             return results
+        retired = self._retired(flt, vocabulary)
         matches = sorted(
-            ((share, old) for old, words in self._retired(flt) if (share := _share(asked, words)) >= MIN_MATCH),
+            ((share, old) for old, words in retired if (share := _share(asked, words)) >= MIN_MATCH),
             key=lambda pair: -pair[0],
         )
         hits = list(results)
@@ -75,21 +83,23 @@ class Successors:
         kept = sorted(hits, key=lambda h: -h.score)[:count]  # stable: ties keep the search's order
         return SearchResults(kept, mode=results.mode, notes=results.notes)
 
-    def _retired(self, flt: FactFilter) -> list[tuple[MemoryEntry, frozenset[str]]]:
+    def _retired(self, flt: FactFilter, vocabulary: StanceVocabulary) -> list[tuple[MemoryEntry, frozenset[str]]]:
         """The superseded, unarchived entries ``flt``'s scope and category see, with their topic words: read
-        again only when the agent's entries changed since (its change-log position moved)."""
+        again only when the agent's entries changed since (its change-log position moved) or the vocabulary
+        did (an edited stance-vocabulary file)."""
         key = (flt.scope, flt.category_prefix)
         position = self._store.facts.log_position(flt.scope.agent_id)
         with self._lock:
             held = self._views.get(key)
-        if held is not None and held[0] == position:
-            return held[1]
+        if held is not None and held[0] == position and held[1] is vocabulary:
+            return held[2]
         retired = replace(flt, entry=EntryFilter(superseded=True, archived=False))
-        listed = [(e, relation_topics(e.content)) for e in self._store.facts.page(retired, "recent", None, READ)]
+        page = self._store.facts.page(retired, "recent", None, READ)
+        listed = [(e, relation_topics(e.content, vocabulary)) for e in page]
         with self._lock:
             if len(self._views) >= VIEWS:
                 self._views.clear()
-            self._views[key] = (position, listed)
+            self._views[key] = (position, vocabulary, listed)
         return listed
 
 

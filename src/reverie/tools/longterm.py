@@ -57,9 +57,14 @@ def search_memory(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> T
     category = args.get("category")
     flt = entry_filter(args.get("filter"))
     if flt is None and (query is None or (isinstance(query, str) and not query.strip())):
-        return _browse(rv, category, ctx)
+        return _browse(rv, category, args.get("limit"), ctx)
     results = rv.memory.search(
-        query or "", category=category, mode=args.get("mode", "auto"), scope=ctx.scope, filter=flt
+        query or "",
+        category=category,
+        mode=args.get("mode", "auto"),
+        scope=ctx.scope,
+        filter=flt,
+        limit=args.get("limit"),
     )
     return render_results(rv, results, query=query or "", category=category, ctx=ctx, name=family.SEARCH_MEMORY)
 
@@ -151,10 +156,10 @@ def _label(matched_by: str) -> str | None:
     return matched_by if matched_by in ("pinned", "superseded") else None
 
 
-def _browse(rv: ToolServices, category: str | None, ctx: ToolContext) -> ToolResult:
+def _browse(rv: ToolServices, category: str | None, limit: int | None, ctx: ToolContext) -> ToolResult:
     """Seed 000's query-less search_memory: the most recently reinforced entries, then the whole taxonomy
     (shown even when the category filter matched nothing, so it shows which categories exist)."""
-    found = rv.memory.browse(category=category, scope=ctx.scope)
+    found = rv.memory.browse(category=category, limit=limit, scope=ctx.scope)
     now = rv.clock.now()
     where = f" under {found.category}" if found.category else ""
     if found.entries:

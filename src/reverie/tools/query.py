@@ -57,6 +57,7 @@ def memory_query(rv: ToolServices, args: dict[str, Any], ctx: ToolContext) -> To
         pin_first=args.get("pin_first", False),
         include_superseded=args.get("include_superseded", False),
         scope=ctx.scope,
+        limit=args.get("limit"),
     )
     base = render_results(rv, results, query=query, category=None, ctx=ctx, name=family.SEARCH_MEMORY)
     related: list[Related] = []

@@ -50,6 +50,12 @@ MAX_RELATED_HOPS: Final = 3
 
 _STRING: dict[str, Any] = {"type": "string"}
 _TAGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "description": "labels for filtering"}
+_SEARCH_LIMIT: dict[str, Any] = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": 100,
+    "description": "at most this many memories (default: the deployment's search limit, 10)",
+}
 _ID: dict[str, Any] = {"type": "string", "minLength": 1, "description": "a memory id, as results show it"}
 _KV_KEY: dict[str, Any] = {
     "type": "string",
@@ -165,6 +171,7 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
                 "category": _described(_STRING, "only entries under this category prefix"),
                 "mode": _described({"type": "string", "enum": list(MODES)}, "auto (default), bm25, vector, hybrid"),
                 "filter": _FILTER,
+                "limit": _SEARCH_LIMIT,
             }
         ),
         MEMORY_READ,
@@ -285,6 +292,7 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
                 "pin_first": {"type": "boolean", "default": False},
                 "include_superseded": {"type": "boolean", "default": False},
                 "include_related": {"type": "integer", "minimum": 0, "maximum": MAX_RELATED_HOPS, "default": 0},
+                "limit": _SEARCH_LIMIT,
             },
             ("query",),
         ),
