@@ -163,3 +163,24 @@ def test_a_successor_reads_the_deployments_relations(rv: reverie.Reverie, clock:
     (rv.settings.home / "stance-vocabulary.json").write_text(json.dumps({"relations": [["standup", "scrum"]]}))
     hits = list(rv.memory.search("when is the scrum"))
     assert hits and hits[0].entry.id == standup.entry.id and hits[0].matched_by == SUCCESSOR
+
+
+def test_corrections_with_asides_addresses_and_reversals(rv: reverie.Reverie, clock: FakeClock) -> None:
+    """A negation said with asides supersedes; a new e-mail address supersedes the old; a reversed preference
+    the stance check cannot read is kept as its own entry (never reinforced away); a question with a word of
+    asking ("use") finds the successor of the entry it names."""
+    allergy, said = _pair(
+        rv, clock, "I am allergic to penicillin", "Turns out I'm not allergic to penicillin after all"
+    )
+    assert said.outcome == "superseded" and rv.memory.get(allergy).superseded_by == said.entry.id
+    mail, new_mail = _pair(rv, clock, "Ben's email is ben@oldmail.com", "Ben's new email address is ben.k@fastmail.com")
+    assert new_mail.outcome == "superseded" and rv.memory.get(mail).superseded_by == new_mail.entry.id
+    email, reversed_ = _pair(
+        rv, clock, "Jamal prefers email over phone calls", "Jamal now prefers phone calls to email"
+    )
+    assert reversed_.outcome == "created" and reversed_.entry.content == "Jamal now prefers phone calls to email"
+    assert rv.memory.get(email).content == "Jamal prefers email over phone calls"
+    _, laptop = _pair(rv, clock, "My laptop is a ThinkPad X1", "I replaced my ThinkPad with a MacBook Air")
+    assert laptop.outcome == "superseded"
+    hits = list(rv.memory.search("what laptop do I use", limit=3))
+    assert hits and hits[0].entry.id == laptop.entry.id and hits[0].matched_by == SUCCESSOR

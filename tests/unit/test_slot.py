@@ -40,6 +40,9 @@ def _corrects(older: str, newer: str) -> StanceDifference | None:
         # An amount counting the same thing ("a month" on one side only).
         ("The gym membership costs £35 a month", "The gym raised the membership fee to £42", "35", "42"),
         ("Priya's phone number ends in 4471", "Priya got a new number ending in 9023", "4471", "9023"),
+        # An amount said before what it counts, in words; an e-mail address (its dots are no amounts).
+        ("We have two cats", "We have three cats now, we adopted Pepper", "two", "three"),
+        ("Ben's email is ben@oldmail.com", "Ben's new email address is ben.k@fastmail.com", "oldmail", "fastmail"),
     ],
 )
 def test_a_value_of_the_same_kind_replaced_in_other_words_corrects(
@@ -136,3 +139,11 @@ def test_an_entry_losing_two_values_is_not_corrected_whole() -> None:
     """Superseding "I live in Leeds with my partner Sam" would hide the partner from search."""
     assert _corrects("I live in Leeds with my partner Sam", "I moved to Bristol last month") is None
     assert _corrects("Our landlord is Mr Patel", "We have a new landlord, Mrs Okafor") is not None  # one name run
+
+
+def test_an_amount_before_a_noun_is_read_only_as_an_amount_of_the_subject() -> None:
+    """ "two cats" counts the subject; "2 kids" before "the cat" counts something else, and a new pet is no
+    correction of how many there are."""
+    assert _corrects("We have two cats", "Our neighbours now have three cats") is None
+    assert _corrects("We have two cats", "We have a new cat called Pepper") is None
+    assert _corrects("Ben's email is ben@oldmail.com", "Ben's new phone is 07700 900123") is None

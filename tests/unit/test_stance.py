@@ -18,6 +18,7 @@ from reverie.core.stance import (
     parse_failed,
     stance_difference,
     topic_overlap,
+    topic_words,
 )
 from reverie.core.stance_merge import conflicting_sources, merge_stance_conflict
 from reverie.core.stance_vocabulary import StanceVocabulary, load_stance_vocabulary, parse_stance_vocabulary
@@ -147,3 +148,45 @@ def test_a_slip_counts_as_the_same_word_only_when_asked() -> None:
     assert topic_overlap(fact, slipped) == 0.5
     assert topic_overlap(fact, slipped, typos=True) == 1.0
     assert topic_overlap("Kenji owns a cat.", "Kenji owns a car.", typos=True) == 0.5  # too short to be a slip
+
+
+def test_asides_and_the_pieces_of_a_contraction_are_about_no_topic(tmp_path: Path) -> None:
+    """ "Turns out I'm not allergic to penicillin after all" is about what "I am allergic to penicillin" is
+    about: "turns out", "after all" and the "m" of "I'm" (the "s" of "Anna's") are fillers, as data."""
+    assert topic_words("Turns out I'm not allergic to penicillin after all") == topic_words(
+        "I am allergic to penicillin"
+    )
+    assert topic_words("Anna's daughter is 4 years old") == topic_words("Anna daughter is 4 years old")
+    assert topic_words("I've started drinking coffee again") == topic_words("I started drinking coffee")
+    own = tmp_path / "stance-vocabulary.json"
+    own.write_text(json.dumps({"fillers": ["to be fair"]}))
+    fair = load_stance_vocabulary(own)
+    assert topic_words("To be fair the rent is high", fair) == topic_words("the rent is high", fair)
+    assert "to be fair" not in DEFAULT_STANCE_VOCABULARY.fillers
+
+
+@pytest.mark.parametrize(
+    ("existing", "candidate"),
+    [
+        ("Jamal prefers email over phone calls", "Jamal now prefers phone calls to email"),
+        ("The standup is at 10:00", "Actually, the standup is at 10:00"),  # a claim of change kept as said
+    ],
+)
+def test_a_text_that_says_a_change_is_never_folded_away_as_a_restatement(existing: str, candidate: str) -> None:
+    """Reinforcing keeps only the entry's text: a candidate with a change word the entry lacks keeps its own."""
+    assert decide(existing, candidate, category=None, vocabulary=DEFAULT_VOCABULARY).verdict is Verdict.DISTINCT
+
+
+@pytest.mark.parametrize(
+    ("existing", "candidate", "expected"),
+    [
+        ("Maya relocated to Lisbon with Omar", "Maya moved to Lisbon with Omar", Verdict.REINFORCE),  # a relation
+        ("Ben's email is ben@oldmail.com", "Ben's email is ben.k@fastmail.com", Verdict.DISTINCT),
+        ("Ben's email is ben@oldmail.com", "Ben's email address is ben@oldmail.com", Verdict.REINFORCE),
+        # A favourite band is not a favourite film: the slot changed with its value, a twin.
+        ("Omar's favourite band is Radiohead", "Omar's favourite film is Alien", Verdict.DISTINCT),
+        ("Dan's favourite drink is green tea", "Dan's favourite drink is black coffee", Verdict.CONTRADICT),
+    ],
+)
+def test_restatements_and_replaced_addresses(existing: str, candidate: str, expected: Verdict) -> None:
+    assert decide(existing, candidate, category=None, vocabulary=DEFAULT_VOCABULARY).verdict is expected

@@ -3,7 +3,9 @@ and the question a user then asks; and twins, the same shapes about something el
 nothing). Written by hand (docs/benchmarks.md, "Corrections as people say them"): the first 24 corrections and
 11 twins were written first and the correction cues tuned on them, the next 10 and 6 after; then 15 changes said
 with a replacement word or a verb of change, on which the replacement reading was built, and 12 corrections and
-6 twins written after it and scored once.
+6 twins written after it and scored once; 20 and 12 more after the replaced-slot reading (core.slot); then 30
+corrections and 15 twins on which the fillers, replaced addresses and counted amounts were built, and 25 and 12
+written after those and scored once (the figure to trust for wordings nobody tuned on).
 
 Each pair is saved in its own agent through the default save, embedded after each side (the semantic fold
 runs then), on a fake clock. Reported: corrections that superseded their fact, corrections the question ranks
@@ -199,6 +201,121 @@ CORRECTIONS: list[tuple[str, str, str]] = [
     ("My car is a Toyota Yaris", "I sold the Yaris and bought a Kia Niro", "what car do I have"),
     ("The team retro is on Thursday afternoons", "We moved the retro to Friday mornings", "when is the retro"),
     ("The rent is £950 a month", "Our landlord put the rent up to £1,025", "how much is the rent"),
+    # Written before anything was run on them (2026-12-03, late): 16 superseded and 16 ranked first at first;
+    # the fillers, a replaced address, an amount before its noun and the "bank" relation were built on them.
+    ("My favourite colour is blue", "My favourite colour is green these days", "what is my favourite colour"),
+    ("I work at Google as a data analyst", "I left Google and now work at Spotify", "where do I work"),
+    ("We have two cats", "We have three cats now, we adopted Pepper", "how many cats do we have"),
+    ("Sara's surname is Lindqvist", "Sara took her husband's name, she is Sara Okafor now", "what is Sara's surname"),
+    (
+        "I am allergic to penicillin",
+        "Turns out I'm not allergic to penicillin after all",
+        "am I allergic to penicillin",
+    ),
+    (
+        "The book club meets on the first Monday of the month",
+        "The book club now meets on the first Thursday of the month",
+        "when does the book club meet",
+    ),
+    ("Our dog Rex eats Royal Canin", "Rex is on Hill's Science Diet now", "what food does Rex eat"),
+    ("The gym membership costs $45 a month", "The gym membership is now $52 a month", "how much is the gym membership"),
+    (
+        "Jamal prefers email over phone calls",
+        "Jamal now prefers phone calls to email",
+        "how does Jamal like to be contacted",
+    ),
+    ("My laptop is a ThinkPad X1", "I replaced my ThinkPad with a MacBook Air", "what laptop do I use"),
+    (
+        "The project deadline is June 30",
+        "The project deadline has been extended to July 15",
+        "when is the project deadline",
+    ),
+    ("Anna's daughter is 4 years old", "Anna's daughter turned 5 last week", "how old is Anna's daughter"),
+    ("I take the 7:40 train to work", "I switched to the 8:10 train", "which train do I take to work"),
+    ("The Wi-Fi router is in the hallway", "We moved the Wi-Fi router to the living room", "where is the Wi-Fi router"),
+    (
+        "Chris is the team lead for payments",
+        "Chris stepped down; Mei is now the team lead for payments",
+        "who leads the payments team",
+    ),
+    ("I don't drink coffee", "I've started drinking coffee again", "do I drink coffee"),
+    (
+        "The car insurance renews in April",
+        "The car insurance renewal date changed to May",
+        "when does the car insurance renew",
+    ),
+    ("My mother lives in Porto", "My mother moved to Lisbon in the spring", "where does my mother live"),
+    (
+        "The staging server runs Ubuntu 20.04",
+        "The staging server was upgraded to Ubuntu 24.04",
+        "what OS does the staging server run",
+    ),
+    (
+        "Our landlord's number is 0161 496 0000",
+        "The landlord's number changed to 0161 496 0999",
+        "what is the landlord's number",
+    ),
+    ("I'm learning Italian", "I gave up Italian and started learning Japanese", "what language am I learning"),
+    (
+        "The kids' swimming lessons are on Saturday mornings",
+        "Swimming lessons moved to Sunday mornings",
+        "when are the swimming lessons",
+    ),
+    ("Ben's email is ben@oldmail.com", "Ben's new email address is ben.k@fastmail.com", "what is Ben's email"),
+    ("I usually run 5 km", "I'm running 10 km now", "how far do I run"),
+    (
+        "The API rate limit is 100 requests per minute",
+        "We raised the API rate limit to 500 requests per minute",
+        "what is the API rate limit",
+    ),
+    ("My doctor is Dr Evans", "I changed GP, my doctor is Dr Malik now", "who is my doctor"),
+    ("The meeting room is Orion", "The meeting is in the Vega room instead", "which room is the meeting in"),
+    ("Lucy is single", "Lucy got engaged to Marco", "is Lucy in a relationship"),
+    ("We bank with Barclays", "We moved our accounts to Monzo", "which bank do we use"),
+    ("I'm 34", "I just turned 35", "how old am I"),
+    # Written after those changes and scored once (2026-12-03, late): 15 superseded and 17 ranked first, as on
+    # the code before them — the changes read the wordings they were built on, and none of these.
+    ("Our cleaner comes on Wednesdays", "The cleaner comes on Fridays now", "when does the cleaner come"),
+    ("I'm vegetarian", "I'm not vegetarian anymore", "am I vegetarian"),
+    ("The conference is in Berlin", "The conference venue changed to Munich", "where is the conference"),
+    ("Nadia works remotely", "Nadia is back in the office full time now", "does Nadia work remotely"),
+    (
+        "My password manager is LastPass",
+        "I switched my password manager to Bitwarden",
+        "which password manager do I use",
+    ),
+    ("The team has 6 engineers", "The team has grown to 9 engineers", "how many engineers are on the team"),
+    ("Our son's teacher is Mrs Hall", "Our son has a new teacher, Mr Grant", "who is our son's teacher"),
+    ("The invoice is due on the 15th", "Actually the invoice is due on the 20th", "when is the invoice due"),
+    ("I drink my coffee black", "These days I take my coffee with oat milk", "how do I take my coffee"),
+    ("The newsletter goes out on Mondays", "We now send the newsletter on Tuesdays", "when does the newsletter go out"),
+    ("Leila's flat is in Hackney", "Leila moved out of Hackney, she lives in Peckham now", "where does Leila live"),
+    ("The budget for Q3 is $20,000", "The Q3 budget was cut to $15,000", "what is the Q3 budget"),
+    ("I sleep about 6 hours a night", "I'm getting 8 hours of sleep a night now", "how much do I sleep"),
+    ("My brother is a nurse", "My brother retrained and is a paramedic now", "what does my brother do"),
+    ("The main database is MySQL", "We migrated the main database to PostgreSQL", "what is the main database"),
+    (
+        "We go to Cornwall every summer",
+        "This year we're going to Scotland instead of Cornwall",
+        "where do we go in summer",
+    ),
+    ("The piano lesson is at 4pm", "The piano lesson was moved to 5pm", "when is the piano lesson"),
+    ("I have never been to Japan", "I finally went to Japan in October", "have I been to Japan"),
+    (
+        "Omar's favourite band is Radiohead",
+        "Omar says his favourite band is Arctic Monkeys now",
+        "what is Omar's favourite band",
+    ),
+    ("The garage door code is 4512", "We reset the garage door code to 7730", "what is the garage door code"),
+    ("Our internet is 100 Mbps", "We upgraded our internet to 500 Mbps", "how fast is our internet"),
+    ("Harriet is Head of Marketing", "Harriet got promoted to VP of Marketing", "what is Harriet's role"),
+    ("I commute by car", "I commute by bike now", "how do I commute"),
+    (
+        "The monthly report goes to Alan",
+        "The monthly report goes to Priya instead of Alan",
+        "who gets the monthly report",
+    ),
+    ("Dinner with the Lees is on Saturday", "Dinner with the Lees got moved to Sunday", "when is dinner with the Lees"),
 ]
 # (stored, said later about something else)
 TWINS: list[tuple[str, str]] = [
@@ -238,6 +355,36 @@ TWINS: list[tuple[str, str]] = [
     ("The rent is £950 a month", "The council tax went up to £160 a month"),
     ("The quarterly report is due on 15 April", "The annual report deadline was pushed back to 29 April"),
     ("I bank with Barclays", "My wife moved her account to Monzo"),
+    # Written with the first 30 corrections of 2026-12-03, late.
+    ("My favourite colour is blue", "My sister's favourite colour is green"),
+    ("I work at Google as a data analyst", "My friend Omar works at Spotify"),
+    ("We have two cats", "Our neighbours have three cats"),
+    ("The book club meets on the first Monday of the month", "The chess club meets on the first Thursday of the month"),
+    ("The project deadline is June 30", "The design review is on July 15"),
+    ("I take the 7:40 train to work", "My partner takes the 8:10 train"),
+    ("My mother lives in Porto", "My father lives in Lisbon"),
+    ("The staging server runs Ubuntu 20.04", "The build server runs Ubuntu 24.04"),
+    ("I'm learning Italian", "I'm also learning to play the guitar"),
+    ("Ben's email is ben@oldmail.com", "Ben's work email is ben.k@acme.com"),
+    ("My doctor is Dr Evans", "My dentist is Dr Malik"),
+    ("We bank with Barclays", "We also have a savings account with Monzo"),
+    ("I usually run 5 km", "On Sundays I cycle 40 km"),
+    ("Chris is the team lead for payments", "Mei is the team lead for search"),
+    ("The gym membership costs $45 a month", "The pool membership costs $30 a month"),
+    # Written with the last 25, scored once: one superseded its fact before the slot rule below (a favourite
+    # band is not a favourite film), made after seeing it.
+    ("Our cleaner comes on Wednesdays", "The gardener comes on Fridays"),
+    ("The conference is in Berlin", "The workshop is in Munich"),
+    ("The team has 6 engineers", "The design team has 3 designers"),
+    ("I drink my coffee black", "My wife takes her coffee with oat milk"),
+    ("The budget for Q3 is $20,000", "The Q4 budget is $25,000"),
+    ("My brother is a nurse", "My sister is a paramedic"),
+    ("The main database is MySQL", "The analytics database is PostgreSQL"),
+    ("The piano lesson is at 4pm", "The violin lesson is at 5pm"),
+    ("Omar's favourite band is Radiohead", "Omar's favourite film is Alien"),
+    ("I commute by car", "My partner commutes by bike"),
+    ("The monthly report goes to Alan", "The weekly report goes to Priya"),
+    ("Dinner with the Lees is on Saturday", "Lunch with the Parks is on Sunday"),
 ]
 
 

@@ -57,8 +57,10 @@ def corrects(older: str, newer: str, *, category: str | None, vocabulary: Vocabu
     if not (_statement(older, single=True) and _statement(newer)):
         return None
     difference = changes(older, newer, vocabulary.stance)
-    if difference is not None and difference.kind != "value" and not same_topic(older, newer, vocabulary.stance):
-        difference = _quantity(older, newer)
+    if difference is not None and difference.kind != "value":
+        # A number replaced is the value changed, whatever else the stance check read first (a tense).
+        quantity = _quantity(older, newer)
+        difference = quantity or (difference if same_topic(older, newer, vocabulary.stance) else None)
     if difference is None and _statement(newer, single=True):  # looser still: one sentence each
         difference = replaced_slot(older, newer, vocabulary)
     if difference is None or not same_holder(older, newer, difference, category=category, vocabulary=vocabulary):
@@ -116,9 +118,12 @@ def _holders(
     before = set(lowered[:end])
     persons = {group for group in _PERSONS if group & before}
     cut = words[end].start() if end < len(words) else len(text)
+    stance = vocabulary.stance
+    # "Turns" of "Turns out I'm not …" is capitalised as a text's first word, and an aside, not a holder.
+    asides = {w for phrase in stance.fillers | stance.change_markers for w in phrase.split()}
     names = [
         frozenset(w.lower() for w in _WORD.findall(specific.text))
         for specific in specifics(text[:cut], category=category, vocabulary=vocabulary, corpus_lowercase=corpus).items
         if specific.kind is not SpecificKind.NUMBER and specific.date is None
     ]
-    return persons, names
+    return persons, [name for name in names if not name <= asides]

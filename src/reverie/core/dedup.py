@@ -29,6 +29,7 @@ from enum import StrEnum
 from reverie.core.coverage import CoverageSource, SpecificKind, Vocabulary, check_coverage, lowercase_words, specifics
 from reverie.core.stance import (
     StanceDifference,
+    change_words,
     parse_failed,
     replaced_value,
     same_text,
@@ -36,7 +37,7 @@ from reverie.core.stance import (
     stance_difference,
     topic_words,
 )
-from reverie.core.text import STOPWORDS
+from reverie.core.text import ADDRESS, STOPWORDS
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _NUMBER = re.compile(r"\d+")
@@ -157,6 +158,10 @@ def decide(existing: str, candidate: str, *, category: str | None, vocabulary: V
     closest = closest_paragraph(original, candidate, vocabulary)
     difference = stance_difference(closest, candidate, vocabulary.stance)
     if difference is None:
+        if verdict is Verdict.REINFORCE and _says_a_change(original, candidate, vocabulary):
+            # "Jamal now prefers phone calls to email" after "Jamal prefers email over phone calls": the same
+            # words, and a change the stance check cannot read. Reinforcing would keep only the old text.
+            return Decision(Verdict.DISTINCT, appended)
         if verdict is not Verdict.DISTINCT and replaced_value(closest, candidate, vocabulary.stance) is not None:
             # "… is tea" then "… is coffee": an ordinary word is a value too, and reinforcing would store the
             # new one nowhere. A different fact, as a replaced name or number is (a changed belief when the
@@ -175,6 +180,15 @@ def decide(existing: str, candidate: str, *, category: str | None, vocabulary: V
         # reinforcement of it.
         return Decision(Verdict.DISTINCT, appended)
     return Decision(Verdict.CONTRADICT, candidate, difference)
+
+
+def _says_a_change(existing: str, candidate: str, vocabulary: Vocabulary) -> bool:
+    """Whether ``candidate`` says a change ("now", "switched") ``existing`` does not, and is not the same
+    text: a restatement that only adds such a word is a claim that something changed. A word of a relation
+    is what a statement says, not a claim ("moved to Lisbon" restates "relocated to Lisbon")."""
+    stance = vocabulary.stance
+    said = change_words(candidate, stance) - change_words(existing, stance)
+    return any(word not in stance.relation_of for word in said) and not same_text(existing, candidate)
 
 
 def _holds_another_fact(existing: str, candidate: str, category: str | None, vocabulary: Vocabulary) -> bool:
@@ -247,7 +261,7 @@ def _verdict(
     existing: str, candidate: str, category: str | None, vocabulary: Vocabulary, *, signals: tuple[bool, bool]
 ) -> Verdict:
     new_numbers, lost_numbers = _number_change(existing, candidate)
-    if new_numbers and lost_numbers:
+    if new_numbers and lost_numbers or _address_replaced(existing, candidate):
         return Verdict.DISTINCT
     added_names, dropped_names = _name_change(existing, candidate, category, vocabulary)
     new_words = _words(candidate) - _words(existing)
@@ -270,6 +284,13 @@ def _verdict(
     # The candidate has (or may have) specifics the existing text lacks. If it also lacks one of the
     # existing text's, a specific was replaced, not added: a different fact.
     return Verdict.EXTEND if covers_existing and not lost_numbers and not dropped_names else Verdict.DISTINCT
+
+
+def _address_replaced(existing: str, candidate: str) -> bool:
+    """Whether an e-mail or web address of ``existing`` is gone and another said: "ben@oldmail.com" restated as
+    "ben.k@fastmail.com" is a replaced specific, not a detail added."""
+    before, after = (set(ADDRESS.findall(text.lower())) for text in (existing, candidate))
+    return bool(before - after) and bool(after - before)
 
 
 def _number_change(existing: str, candidate: str) -> tuple[bool, bool]:

@@ -5,15 +5,17 @@ The stance check reads a replaced value where the two texts say the same frame w
 lives in Lisbon" → "Maya lives in Porto now"). People correct in other words: "The team standup is at 10:00"
 → "The standup moved to 9:30", "I live in Leeds" → "I moved to Bristol last month", "Our landlord is Mr Patel"
 → "We have a new landlord, Mrs Okafor", "Ravi's manager is Claire" → "Ravi reports to Tom now". What they
-keep is the kind of the value (a date, a time of day, a weekday, an amount, a name) and the thing the
-statement is about. ``replaced_slot`` reads a pair as a replaced value when
+keep is the kind of the value (an e-mail or web address, a date, a time of day, a weekday, an amount — in
+figures, or two to twelve in words — a name) and the thing the statement is about. ``replaced_slot`` reads a
+pair as a replaced value when
 
 - the later text says a change the older does not (``core.stance.change_words``: "moved", "now", "new",
   "renamed", "slipped");
 - one value kind (``KINDS``) has a value of the older text the later one does not say (one value or one name
   run: "I live in Leeds with my partner Sam" holds two), and values of the later text the older one does not
   say; no other kind has both (two values replaced are another statement: "Felix relocated to Denver on 23
-  October" → "Felix moved to Quito on 27 October"). Names are read only where both texts write them with
+  October" → "Felix moved to Quito on 27 October"). The older value comes after the subject (below), or is an
+  amount of it ("two" of "We have two cats"). Names are read only where both texts write them with
   capitals; where one does not (all lower case, all capitals), the later text must say every other topic word
   of the older;
 - the later text says the older one's subject: one of the older text's first two topic words that are not
@@ -46,7 +48,7 @@ from collections.abc import Iterable
 
 from reverie.core.coverage import SpecificKind, Vocabulary, lowercase_words, specifics
 from reverie.core.stance import StanceDifference, change_words, relation_topics, topic_tokens, topic_words
-from reverie.core.text import STOPWORDS
+from reverie.core.text import ADDRESS, STOPWORDS
 
 # Month names in any case but "may" and "march" (a modal, a verb), which must be capitalised.
 _MONTHS = "(?i:january|february|april|june|july|august|september|october|november|december)|May|MAY|March|MARCH"
@@ -54,13 +56,15 @@ _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s+\d{4}\b)?"
 # One pattern, so a value is read as one kind only: "30 June" is a date, not the amount 30.
 _TYPED = re.compile(
+    rf"(?P<address>{ADDRESS.pattern})|"
     rf"(?P<date>\b{_DAY}\s+(?:of\s+)?(?:{_MONTHS})\b{_YEAR}|\b(?:{_MONTHS})(?:\s+{_DAY}\b)?{_YEAR})"
     r"|(?P<clock>\b\d{1,2}[:.]\d{2}(?:\s*(?i:[ap]m)\b)?|\b\d{1,2}\s*(?i:[ap]m)\b)"
     r"|(?P<weekday>\b(?i:mon|tues|wednes|thurs|fri|satur|sun)day)s?\b"
-    r"|(?P<amount>[£$€]?\d+(?:[.,]\d+)*)"
+    r"|(?P<amount>[£$€]?\d+(?:[.,]\d+)*|\b(?i:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b)"
 )
-KINDS = ("date", "clock", "weekday", "amount", "name")
+KINDS = ("address", "date", "clock", "weekday", "amount", "name")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_POSSESSIVE = re.compile(r"(?<=[^\W_])['’]s(?![^\W_])")
 # A word after one of these is a noun ("s": the possessive of "cat's name").
 _DETERMINERS = frozenset(
     {"the", "a", "an", "this", "that", "these", "those", "my", "our", "your", "his", "her", "their", "its", "s"}
@@ -83,9 +87,14 @@ def replaced_slot(older: str, newer: str, vocabulary: Vocabulary) -> StanceDiffe
     if opens is None or any(not _says(newer_said, v) for at, v in old.get("name", []) if at < opens):
         return None  # a name holding the older statement ("Ravi" of "Ravi's manager") the later text never says
     cased = _cased(older) and _cased(newer)
+    subject = _WORD.match(older.lower(), opens)
     changed = []
     for kind in KINDS if cased else KINDS[:-1]:
-        went = [(at, v) for at, v in old.get(kind, []) if at > opens and not _says(newer_said, v)]
+        went = [
+            (at, v)
+            for at, v in old.get(kind, [])
+            if (at > opens or _counts(older, kind, v, subject)) and not _says(newer_said, v)
+        ]
         added = [v for _, v in new.get(kind, []) if not _says(older_said, v)]
         if went and added:
             changed.append((kind, went, added))
@@ -154,6 +163,11 @@ def _same_unit(older: str, newer: str, gone: list[str], added: list[str]) -> boo
     ("£35 a month" → "£42"; not "a 40-minute outage" → "21 days before expiry")."""
     units = [{u for u in (_unit(text, v) for v in values) if u} for text, values in ((older, gone), (newer, added))]
     return not units[0] or not units[1] or bool(units[0] & units[1])
+
+
+def _counts(older: str, kind: str, value: str, subject: re.Match[str] | None) -> bool:
+    """Whether ``value``, said before the subject, is an amount of it ("two cats" of "We have two cats")."""
+    return kind == "amount" and subject is not None and _unit(older, value) == subject.group(0).removesuffix("s")
 
 
 def _unit(text: str, value: str) -> str | None:
@@ -238,11 +252,9 @@ def _possesses_another(newer: str, known: frozenset[str], marked: frozenset[str]
     """Whether ``newer`` says something possessed the older text does not ("The user's brother moved to Paris"
     is the brother's, not about "The user lives in Lyon"; "Kenji's new manager" is the manager ``known``)."""
     stance = vocabulary.stance
-    words = [(t, stance.relation_of.get(t, key)) for t, key in topic_tokens(newer, stance)]
-    for index, (token, _) in enumerate(words[:-1]):
-        if token != "s":
-            continue
-        owned = next((topic for t, topic in words[index + 1 :] if t not in marked and _content(t)), None)
+    for possessive in _POSSESSIVE.finditer(newer):
+        after = topic_tokens(newer[possessive.end() :], stance)
+        owned = next((stance.relation_of.get(t, key) for t, key in after if t not in marked and _content(t)), None)
         if owned is not None and owned not in known:
             return True
     return False

@@ -490,7 +490,19 @@ def _value_difference(
     if not marked and not single:
         return None
     dropped, added = found
+    if _spans_a_verb(left, dropped) and _spans_a_verb(right, added):
+        return None  # "favourite band is Radiohead" → "favourite film is Alien": the slot changed, not its value
     return StanceDifference("value", tuple(dropped), tuple(dict.fromkeys([*added, *marked])))
+
+
+_COPULAS = frozenset({"is", "are", "was", "were", "am", "be", "been"})
+
+
+def _spans_a_verb(tokens: Sequence[str], run: Sequence[str]) -> bool:
+    """Whether the words of ``run`` lie on both sides of a copula in ``tokens``: the thing a statement is about
+    and its value, not one value."""
+    at = [i for i, t in enumerate(tokens) if t in run]
+    return bool(at) and any(t in _COPULAS for t in tokens[min(at) : max(at)])
 
 
 _STEMMER_LOCK = threading.Lock()  # a PyStemmer object is not thread-safe
@@ -542,7 +554,8 @@ def topic_tokens(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABU
     """The words ``topic_words`` reads, in the order ``text`` says them: each lower-cased word with the topic
     word it stands for."""
     stance, axes, language = vocabulary.stance_words, vocabulary.axes, vocabulary.stemmer
-    words = (t for t in _tokens(text, vocabulary) if t not in STOPWORDS and t not in stance)
+    fillers = vocabulary.fillers
+    words = (t for t in _tokens(text, vocabulary) if t not in STOPWORDS and t not in stance and t not in fillers)
     return [(t, axes.get(t) or _stem(t, language)) for t in words]
 
 

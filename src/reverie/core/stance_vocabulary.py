@@ -12,7 +12,8 @@ negation), ``contractions`` (a word → how it is spelt out: "can't" → "can no
 other), ``negativePrefixes`` and ``negativePrefixMinBase`` ("un" + a word of at least that length is its
 opposite), ``orderMarkers`` (words or phrases with a before and an after: "over", "rather than"),
 ``moveMarkers`` (pairs: "from" … "to"), ``relations`` (word lists, each the words of one relation: "live",
-"moved", "relocated"), ``times`` (class → words or phrases; ``presentTime`` names the class
+"moved", "relocated"), ``fillers`` (words and phrases about no topic: a contraction's "m" and "ve", "turns
+out"), ``times`` (class → words or phrases; ``presentTime`` names the class
 that adding alone is no move), ``clauseBreaks`` (words that split a merged text into clauses), ``stemmer``
 (a Snowball stemmer's name, for comparing what two texts are about: "worked" and "works" are one word).
 
@@ -72,6 +73,11 @@ class StanceVocabulary:
     # Words that name one relation ("live", "moved", "relocated"; "manager", "reports"): a correction may say
     # the relation in other words than the fact it changes ("I moved to Bristol" after "I live in Leeds").
     relations: tuple[frozenset[str], ...] = ()
+    # Words and phrases that say nothing of what a statement is about: the pieces a contraction leaves ("I'm"
+    # → "i", "m"; "Anna's" → "anna", "s") and a speaker's asides ("turns out", "after all"). Topic comparisons
+    # leave them out, so "Turns out I'm not allergic to penicillin after all" is about what "I am allergic
+    # to penicillin" is about.
+    fillers: frozenset[str] = frozenset()
 
     # Derived once (the check runs on every save): every multi-word entry by its number of words; the words
     # that carry stance and say nothing of the topic (negations, comparison and move markers, time references),
@@ -84,7 +90,7 @@ class StanceVocabulary:
     def __post_init__(self) -> None:
         by_length: dict[int, set[str]] = {}
         entries = [*self.negations, *self.order_markers, *self.times, *self.change_markers, *self.addition_markers]
-        for entry in [*entries, *self.retractions, *self.replacements]:
+        for entry in [*entries, *self.retractions, *self.replacements, *self.fillers]:
             if len(entry.split()) > 1:
                 by_length.setdefault(len(entry.split()), set()).add(entry)
         object.__setattr__(self, "phrases", {n: frozenset(words) for n, words in by_length.items()})
@@ -132,6 +138,7 @@ class StanceVocabulary:
             replacements=self.replacements | other.replacements,
             correction_interjections=self.correction_interjections | other.correction_interjections,
             relations=self.relations + tuple(g for g in other.relations if g not in self.relations),
+            fillers=self.fillers | other.fillers,
         )
 
 
@@ -216,7 +223,7 @@ _KEYS = frozenset(
     {"language", "builtIn", "negations", "negationPhrases", "contractions", "contractionSuffix", "antonyms",
      "negativePrefixes", "negativePrefixMinBase", "orderMarkers", "moveMarkers", "times", "presentTime",
      "clauseBreaks", "stemmer", "changeMarkers", "singleValued",
-     "additionMarkers", "retractions", "replacements", "correctionInterjections", "relations"}
+     "additionMarkers", "retractions", "replacements", "correctionInterjections", "relations", "fillers"}
 )  # fmt: skip
 
 
@@ -259,6 +266,7 @@ def _vocabulary_of(document: dict[str, Any]) -> StanceVocabulary:
         replacements=_lowered(string_list(document, "replacements")),
         correction_interjections=_lowered(string_list(document, "correctionInterjections")),
         relations=_relations(document),
+        fillers=_lowered(string_list(document, "fillers")),
     )
 
 

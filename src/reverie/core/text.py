@@ -29,6 +29,8 @@ _FILLER_TEXT = """d didn doesn don ever even get gets got hadn hasn haven isn ki
     t type types use uses used using ve wasn weren won wouldn couldn aren shouldn please tell know think mean
     really just yes yeah ok okay thanks hey hi hello oh well"""
 FILLER = frozenset(_FILLER_TEXT.split())
+# An e-mail address or a web address: one value, whatever digits or dots it holds.
+ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\bhttps?://\S+[^\s.,;!?)]")
 
 
 def query_terms(text: str) -> list[str]:

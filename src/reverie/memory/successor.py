@@ -24,8 +24,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from reverie.core.stance import relation_topics
+from reverie.core.stance import relation_topics, topic_tokens
 from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY, StanceVocabulary
+from reverie.core.text import FILLER
 from reverie.recall import newer
 from reverie.storage.base import FactFilter, Store
 from reverie.types import EntryFilter, MemoryEntry, Scope, SearchHit, SearchResults
@@ -54,7 +55,7 @@ class Successors:
         """``results`` with the successors of the superseded entries ``query`` matches merged in by score, up to
         ``count`` hits."""
         vocabulary = self._stance()
-        asked = relation_topics(query, vocabulary)
+        asked = _asked(query, vocabulary)
         if flt.entry is not None or flt.include_archived or not asked:
             return results
         retired = self._retired(flt, vocabulary)
@@ -101,6 +102,16 @@ class Successors:
                 self._views.clear()
             self._views[key] = (position, vocabulary, listed)
         return listed
+
+
+def _asked(query: str, vocabulary: StanceVocabulary) -> frozenset[str]:
+    """The query's topic words (a relation's as the relation) without the words of asking that search leaves
+    out of a query too (``core.text.FILLER``: "use", "like", "kind"), unless nothing else is left: "what laptop
+    do I use" asks about the laptop."""
+    relation = vocabulary.relation_of
+    tokens = topic_tokens(query, vocabulary)
+    topical = [(t, key) for t, key in tokens if t not in FILLER] or tokens
+    return frozenset(relation.get(t, key) for t, key in topical)
 
 
 def _share(asked: frozenset[str], words: frozenset[str]) -> float:
