@@ -252,7 +252,8 @@ def test_truth_bench_swallows_no_correction_and_the_baseline_does() -> None:
     assert on.outcomes["contradiction:superseded"] == 28
     said_on, said_off = report.said  # the hand-written corrections, through the hash embedder here
     assert (said_on.stance_check, said_off.stance_check) == (True, False)
-    assert said_on.kept_whole == said_on.corrections + said_on.twins and said_on.twins_superseded == 0
+    assert said_on.kept_whole == said_on.corrections + said_on.twins + said_on.unmarked
+    assert said_on.twins_superseded == 0
     assert said_on.superseded > said_off.superseded == 0
 
 

@@ -71,3 +71,27 @@ def test_the_older_text_said_again_after_the_change_answers_first(rv_local: reve
     ids = [h.entry.id for h in hits]
     assert ids.index(first[3]) < ids.index(later[0])
     assert all(h.evidence is None or h.evidence.succeeds is None for h in hits)
+
+
+@pytest.mark.parametrize(
+    ("older", "later", "question"),
+    [
+        ("The repo is hosted on GitHub", "The repo is hosted on GitLab", "where is the repo hosted"),
+        ("My sister lives in Madrid", "My sister lives in Valencia", "where does my sister live"),
+    ],
+)
+def test_a_value_replaced_without_a_word_of_change_answers_first(
+    rv_local: reverie.Reverie, clock: FakeClock, older: str, later: str, question: str
+) -> None:
+    """The save keeps the later text beside the older (the repo may be mirrored, the sister may have two
+    homes): both stay current, and the later one, which ranked below by its own evidence, answers first."""
+    first = rv_local.memory.save(older).entry.id
+    rv_local.memory.save("Alice's manager is Bob")
+    rv_local.embed_pending()
+    clock.advance(timedelta(days=3))
+    saved = rv_local.memory.save(later)
+    rv_local.embed_pending()
+    assert saved.outcome == "created" and rv_local.memory.get(first).current
+    hits = list(rv_local.memory.search(question, limit=3))
+    assert [h.entry.id for h in hits[:2]] == [saved.entry.id, first]
+    assert hits[0].evidence is not None and hits[0].evidence.succeeds == first  # moved, not ranked so by itself

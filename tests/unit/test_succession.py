@@ -43,6 +43,10 @@ def test_change_words_are_the_markers_a_text_says(text: str, words: set[str]) ->
         ("Biscuit weighs 12 kg", "Biscuit weighs 14 kg now"),
         ("Priya works at Google", "Priya left Google and joined Stripe"),
         ("I drive a Honda Civic", "I traded in the Civic for a Tesla Model 3"),  # one topic word of seven shared
+        # A value replaced with no word of change: the save keeps two facts, the later one answers first.
+        ("Biscuit weighs 12 kg", "Biscuit weighs 14 kg"),
+        ("Alice works at Google", "Alice works at Microsoft"),
+        ("I use Firefox as my browser", "I use Chrome as my browser"),
     ],
 )
 def test_a_later_change_ranks_above_the_older_text_it_changes(older: str, newer_text: str) -> None:
@@ -54,7 +58,8 @@ def test_a_later_change_ranks_above_the_older_text_it_changes(older: str, newer_
 @pytest.mark.parametrize(
     ("older", "newer_text", "why"),
     [
-        ("Biscuit weighs 12 kg", "Biscuit weighs 14 kg", "no change said"),
+        ("Biscuit weighs 12 kg", "Bella weighs 14 kg", "someone else"),
+        ("Maya leaves on May 3", "Maya's sister leaves on May 5", "someone else's statement"),
         ("Maya drinks tea", "Maya now also drinks coffee", "an added value"),
         ("The rent is £1,200 a month", "The parking space costs £80 a month now", "about something else"),
         ("Leo's school starts at 8:45", "Leo's new teacher is Mr Park", "the same subject, no changed statement"),

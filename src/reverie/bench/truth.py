@@ -216,7 +216,8 @@ def run_truth(
         "current_above: a question about the fact ranks the contradiction above the superseded entry (goal >= 95%)",
         "superseded_kept: the older entry kept whole, unarchived, superseded by the contradiction (goal 100%)",
         "the baseline run switches the stance check off: what saves did before it existed",
-        "said: hand-written corrections and twins (bench/truth_said.py), each pair in its own agent; kept whole: "
-        "both texts of the pair still stored (goal: every pair)",
+        "said: hand-written corrections and twins (bench/truth_said.py), each pair in its own agent; unmarked: "
+        "a value replaced with no word of change, kept beside the older text, the question answered first with the "
+        "later one; kept whole: both texts of the pair still stored (goal: every pair)",
     )
     return TruthReport(len(generated), restated, twins, model, tuple(runs), notes, said)

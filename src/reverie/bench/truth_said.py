@@ -16,7 +16,7 @@ first, twins that superseded their fact (goal 0), and pairs whose two texts are 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -387,6 +387,32 @@ TWINS: list[tuple[str, str]] = [
     ("Dinner with the Lees is on Saturday", "Lunch with the Parks is on Sunday"),
 ]
 
+# A value replaced with no word of change (written 2026-12-03, late, and scored once before newer-first read
+# them: the later text answered first in 12): the save keeps both (Alice may work at both places), and search
+# should answer with the later one. (stored, said later, the question)
+UNMARKED: list[tuple[str, str, str]] = [
+    ("Alice works at Google", "Alice works at Microsoft", "where does Alice work"),
+    ("The team standup is at 9:30", "The team standup is at 10:15", "when is the team standup"),
+    ("My sister lives in Madrid", "My sister lives in Valencia", "where does my sister live"),
+    ("Tom drives a Ford Focus", "Tom drives a Tesla Model Y", "what car does Tom drive"),
+    ("The wifi password is orange55", "The wifi password is lemon88", "what is the wifi password"),
+    ("Our dentist is Dr Green", "Our dentist is Dr Brown", "who is our dentist"),
+    ("The project kickoff is on 3 February", "The project kickoff is on 10 February", "when is the project kickoff"),
+    ("Mia is allergic to cats", "Mia is allergic to dogs", "what is Mia allergic to"),
+    ("The office opens at 8am", "The office opens at 9am", "when does the office open"),
+    ("I use Firefox as my browser", "I use Chrome as my browser", "which browser do I use"),
+    ("Raj's phone number is 555-0101", "Raj's phone number is 555-0199", "what is Raj's phone number"),
+    ("The budget is $10,000", "The budget is $12,500", "what is the budget"),
+    ("We deploy on Thursdays", "We deploy on Tuesdays", "when do we deploy"),
+    ("Lena is the product manager", "Priya is the product manager", "who is the product manager"),
+    ("My flight is at 6:40am", "My flight is at 11:20am", "when is my flight"),
+    ("Sam is 29 years old", "Sam is 30 years old", "how old is Sam"),
+    ("The meeting is in room 4B", "The meeting is in room 7A", "which room is the meeting in"),
+    ("Dad's favourite food is lasagne", "Dad's favourite food is curry", "what is Dad's favourite food"),
+    ("The repo is hosted on GitHub", "The repo is hosted on GitLab", "where is the repo hosted"),
+    ("Emma studies law", "Emma studies medicine", "what does Emma study"),
+]
+
 
 @dataclass(frozen=True, slots=True)
 class SaidRun:
@@ -396,7 +422,9 @@ class SaidRun:
     ranked_first: int  # the question's first hit is the correction
     twins: int
     twins_superseded: int  # goal 0
-    kept_whole: int  # pairs (corrections and twins) whose two texts are both stored whole; goal: all
+    kept_whole: int  # pairs (corrections, twins, unmarked) whose two texts are both stored whole; goal: all
+    unmarked: int = 0
+    unmarked_first: int = 0  # a value replaced with no word of change: the question's first hit is the later text
 
 
 def _said(rv: reverie.Reverie, clock: FakeClock, pairs: list[tuple[str, str]], prefix: str) -> list[tuple[str, str]]:
@@ -436,4 +464,20 @@ def run_said(*, check: bool = True, overrides: dict[str, dict[str, Any]] | None 
                 scope = reverie.Scope(agent_id=f"t{index}")
                 wrong += rv.memory.get(ids[0], scope=scope).superseded_by is not None
                 whole += _whole(rv, scope, ids, pair)
-    return SaidRun(check, len(CORRECTIONS), superseded, first, len(TWINS), wrong, whole)
+            unmarked, later_first = _unmarked(rv, clock)
+            whole += unmarked
+    run = SaidRun(check, len(CORRECTIONS), superseded, first, len(TWINS), wrong, whole)
+    return replace(run, unmarked=len(UNMARKED), unmarked_first=later_first)
+
+
+def _unmarked(rv: reverie.Reverie, clock: FakeClock) -> tuple[int, int]:
+    """The ``UNMARKED`` pairs, each in its own agent: how many keep both texts whole, and how many questions
+    answer first with the later text."""
+    said = _said(rv, clock, [(a, b) for a, b, _ in UNMARKED], "u")
+    whole = first = 0
+    for index, (ids, (a, b, question)) in enumerate(zip(said, UNMARKED, strict=True)):
+        scope = reverie.Scope(agent_id=f"u{index}")
+        hits = list(rv.memory.search(question, limit=5, scope=scope))
+        first += bool(hits) and hits[0].entry.id == ids[1]
+        whole += _whole(rv, scope, ids, (a, b))
+    return whole, first

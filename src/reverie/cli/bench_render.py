@@ -277,13 +277,16 @@ def render_truth(report: TruthReport) -> None:
         console.print(f"[dim]stance check {'on' if run.stance_check else 'off'} by kind: {escape(kinds)}[/]")
     if report.said:
         said = Table(title="corrections as people say them (hand-written)", title_justify="left", box=box.SIMPLE_HEAD)
-        for name in ("stance check", "superseded", "correction ranked first", "twins superseded", "kept whole"):
+        columns = ("stance check", "superseded", "correction ranked first", "twins superseded", "unmarked later first",
+                   "kept whole")  # fmt: skip
+        for name in columns:
             said.add_column(name, justify="right")
         for pairs in report.said:
             said.add_row(
                 "on" if pairs.stance_check else "off", _share(pairs.superseded, pairs.corrections),
                 _share(pairs.ranked_first, pairs.corrections), f"{pairs.twins_superseded}/{pairs.twins}",
-                _share(pairs.kept_whole, pairs.corrections + pairs.twins),
+                _share(pairs.unmarked_first, pairs.unmarked),
+                _share(pairs.kept_whole, pairs.corrections + pairs.twins + pairs.unmarked),
             )  # fmt: skip
         _print_table(said)
     for note in report.notes:

@@ -416,6 +416,20 @@ def replaced_value(
     return None if found is None else (tuple(found[0]), tuple(found[1]))
 
 
+def statement_tokens(text: str, vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY) -> list[str]:
+    """The words the stance check reads of ``text`` (lower-cased, contractions spelt out, phrases joined), for
+    a caller comparing one text with many (``replaced_tokens``)."""
+    return _tokens(text, vocabulary)
+
+
+def replaced_tokens(
+    left: Sequence[str], right: Sequence[str], vocabulary: StanceVocabulary = DEFAULT_STANCE_VOCABULARY
+) -> bool:
+    """Whether ``replaced_value`` (``anywhere``: one run of words replaced in the same frame) reads ``right`` as
+    ``left``'s statement with its value replaced, on ``statement_tokens``."""
+    return _replaced(left, right, vocabulary, anywhere=True) is not None
+
+
 def _content_words(tokens: Sequence[str], vocabulary: StanceVocabulary) -> list[str]:
     skip = vocabulary.stance_words | vocabulary.change_markers
     return [t for t in tokens if t not in STOPWORDS and t not in skip and (len(t) > 1 or t.isdigit())]

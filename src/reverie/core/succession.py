@@ -9,13 +9,17 @@ search's first hits, a hit said later than one ranked above it is moved just abo
 
 - it says a change (``core.stance.change_words``: "now", "moved", "cut", "actually", "correction", "replaced",
   "left"…) the older one does not say: a conversation is full of texts that merely differ, and only a stated
-  change is read;
+  change is read (or a replaced value, below);
 - the stance check reads it as changing the older one (``core.stance.stance_difference``: a value replaced or
   named as replaced, a time moved, a negation…);
 - the two share at least ``MIN_OVERLAP`` of their topic words (half of what the save asks: the question
   vouches for the rest), or it names the older one's value as replaced (``core.stance.names_replaced``: "I
   traded in the Civic for a Tesla" after "I drive a Honda Civic" share one topic word of seven);
 - it scores at least ``ratio`` of the older hit's score.
+
+A hit said later that says no change but the older one's statement with a value replaced ("Alice works at
+Microsoft" after "Alice works at Google": ``core.stance.replaced_tokens``, the same frame around the value)
+moves the same way: the save keeps such a pair as two facts, the later one is the likelier answer.
 
 Invariants: pure and deterministic; a hit only moves up, just above the best-ranked older hit it changes, and
 at most once; "said" is when a text was last said (a restatement of the older text after the change keeps it
@@ -24,6 +28,7 @@ first); nothing moves when ``ratio`` is 0.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +38,9 @@ from reverie.core.stance import (
     StanceVocabulary,
     change_words,
     names_replaced,
+    replaced_tokens,
     stance_difference,
+    statement_tokens,
     topic_overlap,
 )
 from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY
@@ -42,6 +49,9 @@ from reverie.core.stance_vocabulary import DEFAULT_STANCE_VOCABULARY
 # (``core.stance.TOPIC_OVERLAP``). On LoCoMo's long turns the first version moved 82 questions' hits at 0.2, 30 at
 # 0.25 and 11 at 0.3 (docs/benchmarks.md, "Corrections worded unlike what they correct").
 MIN_OVERLAP = 0.25
+
+
+_FIRST_WORD = re.compile(r"\s*([^\W_]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,19 +72,44 @@ def successions(
     if not 0 < ratio <= 1:
         return []
     changes = [change_words(s.text, vocabulary) for s in said]
+    # Read only for a pair that opens alike: the frame of a replaced value opens both texts.
+    firsts = [m.group(1) if (m := _FIRST_WORD.match(s.text.lower())) else None for s in said]
+    tokens: dict[int, list[str]] = {}
+
+    def tokens_of(k: int) -> list[str]:
+        if k not in tokens:
+            tokens[k] = statement_tokens(said[k].text, vocabulary)
+        return tokens[k]
+
     pairs: list[tuple[int, int]] = []
     for j, newer in enumerate(said):
         best: tuple[float, int] | None = None
-        for i in range(j if changes[j] else 0):
+        for i in range(j):
             older = said[i]
-            if older.at >= newer.at or newer.score < ratio * older.score or not changes[j] - changes[i]:
+            if older.at >= newer.at or newer.score < ratio * older.score:
                 continue
-            read = _changed(older.text, newer.text, vocabulary)
-            if read is not None and (best is None or read[0] > best[0]):
-                best = (read[0], i)
+            if changes[j] - changes[i]:
+                read = _changed(older.text, newer.text, vocabulary)
+                overlap = None if read is None else read[0]
+            elif firsts[i] is not None and firsts[i] == firsts[j]:
+                overlap = _replaced_unsaid(tokens_of(i), tokens_of(j), vocabulary)
+            else:
+                overlap = None
+            if overlap is not None and (best is None or overlap > best[0]):
+                best = (overlap, i)
         if best is not None:
             pairs.append((j, best[1]))
     return pairs
+
+
+def _replaced_unsaid(older: list[str], newer: list[str], vocabulary: StanceVocabulary) -> float | None:
+    """A value replaced without a word saying so: ``newer`` says ``older``'s statement with a run of its words
+    replaced ("Alice works at Microsoft" after "Alice works at Google"). The save keeps such a pair as two
+    facts (Alice may work at both), so nothing is hidden; but the later one is the likelier answer. Read as
+    a full overlap: the statement is the same."""
+    if not older or not newer or older[0] != newer[0]:
+        return None  # the frame opens both texts alike: a cheap test before the reading
+    return 1.0 if replaced_tokens(older, newer, vocabulary) else None
 
 
 def changes(
