@@ -16,7 +16,7 @@ first, twins that superseded their fact (goal 0), and pairs whose two texts are 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -465,9 +465,9 @@ def run_said(*, check: bool = True, overrides: dict[str, dict[str, Any]] | None 
                 wrong += rv.memory.get(ids[0], scope=scope).superseded_by is not None
                 whole += _whole(rv, scope, ids, pair)
             unmarked, later_first = _unmarked(rv, clock)
-            whole += unmarked
-    run = SaidRun(check, len(CORRECTIONS), superseded, first, len(TWINS), wrong, whole)
-    return replace(run, unmarked=len(UNMARKED), unmarked_first=later_first)
+    return SaidRun(
+        check, len(CORRECTIONS), superseded, first, len(TWINS), wrong, whole + unmarked, len(UNMARKED), later_first
+    )
 
 
 def _unmarked(rv: reverie.Reverie, clock: FakeClock) -> tuple[int, int]:

@@ -183,12 +183,12 @@ def decide(existing: str, candidate: str, *, category: str | None, vocabulary: V
 
 
 def _says_a_change(existing: str, candidate: str, vocabulary: Vocabulary) -> bool:
-    """Whether ``candidate`` says a change ("now", "switched") ``existing`` does not, and is not the same
-    text: a restatement that only adds such a word is a claim that something changed. A word of a relation
-    is what a statement says, not a claim ("moved to Lisbon" restates "relocated to Lisbon")."""
+    """Whether ``candidate`` says a change ("now", "switched") ``existing`` does not: a restatement that only
+    adds such a word is a claim that something changed. A word of a relation is what a statement says, not a
+    claim ("moved to Lisbon" restates "relocated to Lisbon")."""
     stance = vocabulary.stance
     said = change_words(candidate, stance) - change_words(existing, stance)
-    return any(word not in stance.relation_of for word in said) and not same_text(existing, candidate)
+    return any(word not in stance.relation_of for word in said)
 
 
 def _holds_another_fact(existing: str, candidate: str, category: str | None, vocabulary: Vocabulary) -> bool:

@@ -19,7 +19,8 @@ search's first hits, a hit said later than one ranked above it is moved just abo
 
 A hit said later that says no change but the older one's statement with a value replaced ("Alice works at
 Microsoft" after "Alice works at Google": ``core.stance.replaced_tokens``, the same frame around the value)
-moves the same way: the save keeps such a pair as two facts, the later one is the likelier answer.
+moves the same way: the save keeps such a pair as two facts (Alice may work at both), so nothing is hidden,
+but the later one is the likelier answer.
 
 Invariants: pure and deterministic; a hit only moves up, just above the best-ranked older hit it changes, and
 at most once; "said" is when a text was last said (a restatement of the older text after the change keeps it
@@ -92,7 +93,8 @@ def successions(
                 read = _changed(older.text, newer.text, vocabulary)
                 overlap = None if read is None else read[0]
             elif firsts[i] is not None and firsts[i] == firsts[j]:
-                overlap = _replaced_unsaid(tokens_of(i), tokens_of(j), vocabulary)
+                # A value replaced with no word of change: the same statement, read as a full overlap.
+                overlap = 1.0 if replaced_tokens(tokens_of(i), tokens_of(j), vocabulary) else None
             else:
                 overlap = None
             if overlap is not None and (best is None or overlap > best[0]):
@@ -100,16 +102,6 @@ def successions(
         if best is not None:
             pairs.append((j, best[1]))
     return pairs
-
-
-def _replaced_unsaid(older: list[str], newer: list[str], vocabulary: StanceVocabulary) -> float | None:
-    """A value replaced without a word saying so: ``newer`` says ``older``'s statement with a run of its words
-    replaced ("Alice works at Microsoft" after "Alice works at Google"). The save keeps such a pair as two
-    facts (Alice may work at both), so nothing is hidden; but the later one is the likelier answer. Read as
-    a full overlap: the statement is the same."""
-    if not older or not newer or older[0] != newer[0]:
-        return None  # the frame opens both texts alike: a cheap test before the reading
-    return 1.0 if replaced_tokens(older, newer, vocabulary) else None
 
 
 def changes(
