@@ -204,3 +204,33 @@ def test_weekends_seasons_and_named_weekdays_rank_what_happened_then(
         assert hits[0].entry.id == wanted, question
         assert hits[0].evidence is not None and hits[1].evidence is not None
         assert hits[0].evidence.time > hits[1].evidence.time, question
+
+
+_PLACES = ("Cervejaria Ramiro", "Time Out Market", "Belcanto", "A Cevicheria", "Taberna da Rua", "Zé da Mouraria")
+
+
+def test_a_time_the_text_names_dates_an_entry_saved_later(tmp_path: Path, clock: FakeClock) -> None:
+    """ "Went hiking in June 2025", saved in October, happened in June; "moved in March 2024", saved in
+    September, did not happen in September: with no subject time given, the time an entry's text names is its
+    time."""
+    saved = [
+        ("2025-09-01", "Kenji moved to Lisbon from Osaka in March 2024."),
+        ("2025-09-30", "Kenji gave a talk on Go generics at the Lisbon Go meetup in September 2025."),
+        ("2025-10-10", "Kenji and Inês went hiking in the Azores in June 2025."),
+        *((f"2026-01-{n:02d}", f"We went to {place} for lunch in January 2026.") for n, place in enumerate(_PLACES, 2)),
+    ]
+    with reverie.open(tmp_path, clock=clock, embedding={"background": False}, recall={"candidates": 3}) as rv:
+        ids = {}
+        for day, content in saved:
+            clock.set(datetime.fromisoformat(day).replace(hour=9, tzinfo=UTC))
+            key = content.split()[2] if content.startswith("Kenji") else content
+            ids[key] = rv.memory.save(content, dedup=False).id
+        rv.embed_pending()
+        clock.set(datetime(2026, 6, 15, tzinfo=UTC))
+        june = rv.memory.search("where did we go in June 2025?", limit=3)
+        assert june[0].entry.id == ids["Inês"]
+        assert june[0].evidence is not None and june[0].evidence.time == pytest.approx(0.4)
+        september = rv.memory.search("what did Kenji do in September 2025?", limit=10)
+        assert september[0].entry.id == ids["a"]  # the talk, not the move saved on 1 September
+        moved = next(h for h in september if h.entry.id == ids["to"])
+        assert moved.evidence is not None and moved.evidence.time < 0.01

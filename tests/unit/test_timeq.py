@@ -192,3 +192,39 @@ def test_a_season_stays_in_the_words_searched_other_times_leave() -> None:
     ending = "what is changing at the end of the year?"
     period = timeq.find_period(ending, NOW)
     assert period is not None and timeq.without(ending, period).split() == ["what", "is", "changing", "at", "?"]
+
+
+def test_times_a_text_names_count_from_when_it_was_saved() -> None:
+    saved = datetime(2025, 10, 10, 9, 0, tzinfo=UTC)
+    found = timeq.written_times("Kenji and Inês went hiking in the Azores in June 2025.", saved)
+    assert [(a.date(), b.date()) for a, b in found] == [(date(2025, 6, 1), date(2025, 6, 30))]
+    both = timeq.written_times("The staging database was wiped on 3 November 2025; restored last week.", saved)
+    assert [(a.date(), b.date()) for a, b in both] == [
+        (date(2025, 11, 3), date(2025, 11, 3)),
+        (date(2025, 9, 29), date(2025, 10, 5)),  # the week before the one of 2025-10-10
+    ]
+    # An open stretch says when something was not; a bare month or year with no preposition is no time.
+    assert timeq.written_times("We lived in Osaka until 2024.", saved) == []
+    assert timeq.written_times("May is the best month; 2025 people came.", saved) == []
+    # A bare month or season may recur every year; "last May" is one.
+    assert timeq.written_times("Dan gets hay fever from May to July and in summer.", saved) == []
+    last_may = timeq.written_times("We met last May.", saved)
+    assert [(a.date(), b.date()) for a, b in last_may] == [(date(2025, 5, 1), date(2025, 5, 31))]
+
+
+def test_a_time_the_text_names_stands_in_for_a_subject_time() -> None:
+    september = timeq.find_period("in September 2025", NOW)
+    assert september is not None
+    saved_in_september = datetime(2025, 9, 1, tzinfo=UTC)
+    moved = timeq.written_times("Kenji moved to Lisbon from Osaka in March 2024.", saved_in_september)
+    # Saved in September, but about March 2024: the text's time wins over the save time...
+    assert timeq.entry_closeness({}, saved_in_september, september, saved=False, written=moved) < 0.01
+    assert not timeq.inside({}, NOW, september, moved)
+    # ...unless the query asks what was said then, and a subject time the caller gave wins over the text.
+    assert timeq.entry_closeness({}, saved_in_september, september, saved=True, written=moved) == 1.0
+    given = {"subjectTime": "2025-09-20"}
+    assert timeq.entry_closeness(given, saved_in_september, september, saved=False, written=moved) == 1.0
+    talk = timeq.written_times("Kenji gave a talk at the Go meetup in September 2025.", NOW)
+    assert timeq.entry_closeness({}, NOW, september, saved=False, written=talk) == 1.0
+    assert timeq.inside({}, NOW, september, talk)
+    assert not timeq.has_subject_time({}) and timeq.has_subject_time(given)

@@ -3,7 +3,8 @@
 Recall uses the period two ways: entries whose time falls in it rank higher (``closeness``), and the
 words that named it are left out of the BM25 query ("what happened last month?" should not match every
 entry holding "month"). An entry's time is its subject time (``metadata.subjectTime`` or the
-``subjectTimeStart``/``subjectTimeEnd`` range) and the time it was saved: either may match.
+``subjectTimeStart``/``subjectTimeEnd`` range) — without one, the times its text names (``written_times``) —
+and the time it was saved: either may match.
 
 Invariants:
 - Only expressions that name a time are read: a bare year, month or season needs a preposition ("in 2025",
@@ -139,6 +140,31 @@ def find_period(query: str, now: datetime) -> Period | None:
     return None
 
 
+_RECURRING = ("month", "season")  # kinds whose bare form ("in May") a memory may say of every year
+
+
+def written_times(text: str, anchor: datetime) -> list[tuple[datetime, datetime]]:
+    """The closed stretches of time ``text`` names ("in June 2025", "on 3 November 2025", "last week"), each as
+    ``(first, last)`` inclusive; relative ones count from ``anchor`` (when the text was saved). Left out: a
+    stretch opened by before/after/since (it says when something was not), and a month or season without a
+    year or a "last"/"next" (in a memory it often recurs: "hay fever from May to July", "in summer")."""
+    out: list[tuple[datetime, datetime]] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            if kind in _RECURRING and not match.groupdict().get("which"):
+                taken.append(match.span())
+                continue
+            if any(match.start() < end and start < match.end() for start, end in taken):
+                continue
+            taken.append(match.span())
+            bounds = _bounds(kind, match, anchor.astimezone(UTC))
+            if bounds is None or _lead_word(match).lower() in (*_BEFORE, "after", "since"):
+                continue
+            out.append((bounds[0], bounds[1] - timedelta(microseconds=1)))
+    return out
+
+
 def _sided(
     query: str, match: re.Match[str], bounds: tuple[datetime, datetime]
 ) -> tuple[datetime | None, datetime | None, int]:
@@ -177,22 +203,41 @@ def about_saving(query: str) -> bool:
     return _SAYING.search(query) is not None
 
 
-def entry_closeness(metadata: Mapping[str, Any], created_at: datetime, period: Period, *, saved: bool) -> float:
+def entry_closeness(
+    metadata: Mapping[str, Any],
+    created_at: datetime,
+    period: Period,
+    *,
+    saved: bool,
+    written: list[tuple[datetime, datetime]] | None = None,
+) -> float:
     """How well an entry's time matches ``period``, in [0, 1]. Its subject time (point or range) says when
-    what it is about happened; the time it was saved counts only when it has none, at ``SAVED_SHARE``
+    what it is about happened; without one, the times its text names (``written``: "went hiking in the
+    Azores in June 2025") do. The time it was saved counts only when it has neither, at ``SAVED_SHARE``
     (learning of a thing then is weaker evidence than its happening then), or in full when the query is
     ``about_saving``."""
-    subject = _subject_stretches(metadata)
+    subject = _subject_stretches(metadata) or list(written or ())
     created = closeness([(created_at, created_at)], period)
     if saved:
         return max(created, closeness(subject, period)) if subject else created
     return closeness(subject, period) if subject else SAVED_SHARE * created
 
 
-def inside(metadata: Mapping[str, Any], created_at: datetime, period: Period) -> bool:
-    """Whether the entry was saved, or its subject time lies, in ``period``: evidence that it answers a
-    query naming only a time, whatever weight ranking gives it."""
-    return closeness([(created_at, created_at), *_subject_stretches(metadata)], period) == 1.0
+def inside(
+    metadata: Mapping[str, Any],
+    created_at: datetime,
+    period: Period,
+    written: list[tuple[datetime, datetime]] | None = None,
+) -> bool:
+    """Whether the entry was saved, or its subject time (else a time its text names, ``written``) lies, in
+    ``period``: evidence that it answers a query naming only a time, whatever weight ranking gives it."""
+    subject = _subject_stretches(metadata) or list(written or ())
+    return closeness([(created_at, created_at), *subject], period) == 1.0
+
+
+def has_subject_time(metadata: Mapping[str, Any]) -> bool:
+    """Whether ``metadata`` holds a well-formed subject time (point or range)."""
+    return bool(_subject_stretches(metadata))
 
 
 def closeness(times: list[tuple[datetime, datetime]], period: Period) -> float:

@@ -274,8 +274,26 @@ class HybridSearch:
         for entry in self._store.facts.candidates_in_period(flt, first, last, depth):
             entries.setdefault(entry.id, entry)
         saved = timeq.about_saving(query)
-        near = {i: timeq.entry_closeness(e.metadata, e.created_at, period, saved=saved) for i, e in entries.items()}
-        return near, {i for i, e in entries.items() if timeq.inside(e.metadata, e.created_at, period)}
+        written = self._written_times(entries, flt)
+        near = {
+            i: timeq.entry_closeness(e.metadata, e.created_at, period, saved=saved, written=written.get(i))
+            for i, e in entries.items()
+        }
+        return near, {i for i, e in entries.items() if timeq.inside(e.metadata, e.created_at, period, written.get(i))}
+
+    def _written_times(self, entries: dict[str, Ranked], flt: FactFilter) -> dict[str, list[tuple[datetime, datetime]]]:
+        """The times the texts of the candidates with no subject time name, each counted from when it was
+        saved; the candidates read without their text are read whole for it (only for a query naming a time)."""
+        undated = [i for i, e in entries.items() if not timeq.has_subject_time(e.metadata)]
+        texts = {i: e.content for i in undated if isinstance(e := entries[i], MemoryEntry)}
+        missing = [i for i in undated if i not in texts]
+        if missing:
+            texts.update((e.id, e.content) for e in self._store.facts.get_many(missing, flt))
+        out = {}
+        for entry_id, content in texts.items():
+            if found := timeq.written_times(content, entries[entry_id].created_at):
+                out[entry_id] = found
+        return out
 
     def _strong(self, floor: float) -> float:
         """The similarity that counts as full semantic evidence: the model's own, else the floor + 0.35
