@@ -104,3 +104,26 @@ def test_a_role_word_the_memory_lacks_is_read_as_the_roles_other_name(engine: re
     assert corrected(engine, "grandma's recipes") == ["grandma", word("recipes")]
     (top, *_) = engine.memory.search("when does Dan phone his mum", mode="bm25")
     assert top.entry.content == FACTS[4]
+
+
+def test_a_form_of_a_word_the_stemmer_left_apart_is_read_as_the_indexed_form(tmp_path: Path, clock: FakeClock) -> None:
+    """The stemmer makes "allergi" of "allergy" and "allerg" of "allergic", "postgr" of "Postgres" and
+    "postgresql" of "PostgreSQL": a query word no entry holds is read as the indexed form it extends or that
+    extends it, by at most four letters, from six letters up. A word an entry holds, a short stem ("organ"
+    is not "organis") and a misspelling (read as the word it misspells first) are not."""
+    facts = (
+        "Kenji has a mild peanut allergy and carries antihistamines.",
+        "Fernweh's production database is PostgreSQL 16 on AWS RDS.",
+        "The organisation moved its chat to Slack.",
+        "Harbor moved to PaymentIntents in the payment service.",
+    )
+    with reverie.open(tmp_path, clock=clock, embedding={"background": False}) as rv:
+        for content in facts:
+            rv.memory.save(content, dedup=False)
+        rv.embed_pending()
+        assert corrected(rv, "is Kenji allergic") == ["kenji", word("allergy")]
+        assert corrected(rv, "which Postgres version") == [word("postgresql"), word("version")]
+        assert corrected(rv, "organic chat") == ["organ", "chat"]
+        assert corrected(rv, "PaymentIIntents") == [word("PaymentIntents")]
+        (top, *_) = rv.memory.search("is the user allergic to anything?", mode="bm25")
+        assert top.entry.content == facts[0]

@@ -252,6 +252,19 @@ def test_the_people_set_ships_too_and_introduces_before_it_describes() -> None:
     assert sum(1 for q in data.queries if q.kind == OFFTOPIC) >= 4
 
 
+def test_the_kenji_set_ships_too_and_dates_some_facts_only_in_their_text() -> None:
+    """``everyday_kenji.json``: a fourth set, scored once before the changes it led to (docs/benchmarks.md);
+    its facts carry no subject time, so a time question is answered by a date in a fact's text."""
+    path = resources.files("reverie.bench").joinpath("data").joinpath("everyday_kenji.json")
+    data = parse_everyday(json.loads(path.read_text(encoding="utf-8")))
+    assert len(data.facts) >= 40 and len(data.queries) >= 70
+    fact_ids = {f.id for f in data.facts}
+    assert all(set(q.expected) <= fact_ids and bool(q.expected) != q.unanswerable for q in data.queries)
+    assert not any(f.subject_time for f in data.facts)
+    assert sum(1 for q in data.queries if q.kind == OFFTOPIC) >= 12
+    assert len({q.text.lower() for q in data.queries}) == len(data.queries)
+
+
 def test_the_bundled_near_misses_name_someone_or_something_the_facts_cover() -> None:
     """A nearmiss asks what no fact answers about a person or project the facts do cover; an offtopic query
     names none of them (spot checks of the hand classification, both ways)."""

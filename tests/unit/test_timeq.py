@@ -228,3 +228,26 @@ def test_a_time_the_text_names_stands_in_for_a_subject_time() -> None:
     assert timeq.entry_closeness({}, NOW, september, saved=False, written=talk) == 1.0
     assert timeq.inside({}, NOW, september, talk)
     assert not timeq.has_subject_time({}) and timeq.has_subject_time(given)
+    # A year the text names holds September 2025 but says little about it: the weight of a save time.
+    year = timeq.written_times("Biscuit turned six in 2025.", NOW)
+    assert timeq.entry_closeness({}, NOW, september, saved=False, written=year) == timeq.SAVED_SHARE
+    assert not timeq.inside({}, NOW, september, year)
+    in_2025 = timeq.find_period("in 2025", NOW)
+    assert in_2025 is not None and timeq.entry_closeness({}, NOW, in_2025, saved=False, written=talk) == 1.0
+
+
+def test_a_text_is_read_only_for_the_kinds_of_time_it_has_the_words_of() -> None:
+    # Every kind of pattern has its needed words; a text with none of them names no time.
+    assert set(timeq._NEEDS) == {kind for kind, _ in timeq._PATTERNS}
+    saved = datetime(2025, 10, 10, tzinfo=UTC)
+    assert timeq.written_times("Dan writes code in Neovim with the LazyVim setup.", saved) == []
+    for text, first in (
+        ("Released on 2025-11-30.", date(2025, 11, 30)),
+        ("It broke three days ago.", date(2025, 10, 7)),
+        ("We spoke yesterday.", date(2025, 10, 9)),
+        ("Sales fell in Q2 2025.", date(2025, 4, 1)),
+        ("Planned for the end of the month.", date(2025, 10, 1)),
+        ("Met last Friday at the office.", date(2025, 10, 3)),
+    ):
+        found = timeq.written_times(text, saved)
+        assert [a.date() for a, _ in found] == [first], text

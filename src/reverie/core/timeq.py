@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from reverie.core.subject_time import SUBJECT_TIME, SUBJECT_TIME_END, SUBJECT_TIME_START, day_bounds
@@ -141,6 +142,35 @@ def find_period(query: str, now: datetime) -> Period | None:
 
 
 _RECURRING = ("month", "season")  # kinds whose bare form ("in May") a memory may say of every year
+# The words without which a kind of pattern cannot match a text (and whether it needs a digit): a memory's text
+# is matched only against the kinds it holds the words of, one set lookup each (most texts name no time).
+_MONTH_WORDS = frozenset(_MONTH_NUMBER)
+_SEASON_WORDS = frozenset(_SEASON_START)
+_SIDES = frozenset({"last", "this", "next", "past"})
+_NEEDS: dict[str, tuple[bool, frozenset[str] | None]] = {
+    "iso_day": (True, None),
+    "iso_month": (True, None),
+    "day_month_year": (True, _MONTH_WORDS),
+    "month_day_year": (True, _MONTH_WORDS),
+    "month_year": (True, _MONTH_WORDS),
+    "ago": (False, frozenset({"ago"})),
+    "past": (False, frozenset({"past", "last"})),
+    "relative": (False, _SIDES),
+    "named_day": (
+        False,
+        frozenset({"today", "yesterday", "tomorrow", "tonight", "night", "morning", "afternoon", "evening"}),
+    ),
+    "season_year": (True, _SEASON_WORDS),
+    "season": (False, _SEASON_WORDS),
+    "weekend": (False, frozenset({"weekend"})),
+    "weekday": (False, frozenset(WEEKDAYS)),
+    "quarter": (False, frozenset({"quarter", "q1", "q2", "q3", "q4"})),
+    "part_unit": (False, frozenset({"start", "beginning", "end", "middle"})),
+    "month": (False, _MONTH_WORDS),
+    "which_month": (False, _MONTH_WORDS),
+    "year": (True, None),
+}
+_TOKENS = re.compile(r"[a-z0-9]+")
 
 
 def written_times(text: str, anchor: datetime) -> list[tuple[datetime, datetime]]:
@@ -148,9 +178,19 @@ def written_times(text: str, anchor: datetime) -> list[tuple[datetime, datetime]
     ``(first, last)`` inclusive; relative ones count from ``anchor`` (when the text was saved). Left out: a
     stretch opened by before/after/since (it says when something was not), and a month or season without a
     year or a "last"/"next" (in a memory it often recurs: "hay fever from May to July", "in summer")."""
+    return list(_written(text, anchor))
+
+
+@lru_cache(maxsize=4096)
+def _written(text: str, anchor: datetime) -> tuple[tuple[datetime, datetime], ...]:
     out: list[tuple[datetime, datetime]] = []
     taken: list[tuple[int, int]] = []
+    words = set(_TOKENS.findall(text.lower()))
+    digit = any(ch.isdigit() for ch in text)
     for kind, pattern in _PATTERNS:
+        needs_digit, any_of = _NEEDS[kind]
+        if (needs_digit and not digit) or (any_of is not None and words.isdisjoint(any_of)):
+            continue
         for match in pattern.finditer(text):
             if kind in _RECURRING and not match.groupdict().get("which"):
                 taken.append(match.span())
@@ -162,7 +202,7 @@ def written_times(text: str, anchor: datetime) -> list[tuple[datetime, datetime]
             if bounds is None or _lead_word(match).lower() in (*_BEFORE, "after", "since"):
                 continue
             out.append((bounds[0], bounds[1] - timedelta(microseconds=1)))
-    return out
+    return tuple(out)
 
 
 def _sided(
@@ -216,11 +256,26 @@ def entry_closeness(
     Azores in June 2025") do. The time it was saved counts only when it has neither, at ``SAVED_SHARE``
     (learning of a thing then is weaker evidence than its happening then), or in full when the query is
     ``about_saving``."""
-    subject = _subject_stretches(metadata) or list(written or ())
+    subject = _subject_stretches(metadata)
     created = closeness([(created_at, created_at)], period)
+    if not subject and written:
+        text = _written_closeness(written, period)
+        return max(created, text) if saved else text
     if saved:
         return max(created, closeness(subject, period)) if subject else created
     return closeness(subject, period) if subject else SAVED_SHARE * created
+
+
+def _written_closeness(written: list[tuple[datetime, datetime]], period: Period) -> float:
+    """``closeness`` of the times a text names, except that one longer than ``period`` that holds it counts at
+    ``SAVED_SHARE``: "he turned six in 2025" says little about November 2025."""
+    best = 0.0
+    for first, last in written:
+        near = closeness([(first, last)], period)
+        if near == 1.0 and (last - first).total_seconds() / 86400 > period.days + 1:
+            near = SAVED_SHARE
+        best = max(best, near)
+    return best
 
 
 def inside(
@@ -231,7 +286,9 @@ def inside(
 ) -> bool:
     """Whether the entry was saved, or its subject time (else a time its text names, ``written``) lies, in
     ``period``: evidence that it answers a query naming only a time, whatever weight ranking gives it."""
-    subject = _subject_stretches(metadata) or list(written or ())
+    subject = _subject_stretches(metadata)
+    if not subject and written and _written_closeness(written, period) == 1.0:
+        return True
     return closeness([(created_at, created_at), *subject], period) == 1.0
 
 

@@ -60,6 +60,8 @@ IDEAL_WORDS = 1.4
 # What ranking reads of a candidate: a ``FactCandidate`` row, or a whole entry when a read gave one (the
 # store's full-text search); both have the id, the times and the metadata.
 Ranked = MemoryEntry | FactCandidate
+# Per signal, the first candidates whose text is read for the times it names (a query naming a time only).
+WRITTEN_TIMES_READ = 30
 _EARLIEST = datetime(1, 1, 2, tzinfo=UTC)  # an open period's side, a day inside datetime's range
 _LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 # The candidate lists fetched inside a ``HybridSearch.shared_candidates`` block, by signal, text and filter
@@ -219,7 +221,7 @@ class HybridSearch:
             {i for i in found.lexical if _unsupported(i, found, floor)},
             found.lexical,
             found.similarity,
-            *self._timed(period, query, found.entries, flt, depth),
+            *self._timed(period, query, found, flt, depth),
         )
         hits, weak, order = self._fused(found.mode, evidence, found.entries, flt, (limit, deep), floored)
         return SearchResults(hits, mode=found.mode, notes=tuple(found.notes)), weak, found.meant, order
@@ -262,19 +264,22 @@ class HybridSearch:
         return out
 
     def _timed(
-        self, period: timeq.Period | None, query: str, entries: dict[str, Ranked], flt: FactFilter, depth: int
+        self, period: timeq.Period | None, query: str, found: _Candidates, flt: FactFilter, depth: int
     ) -> tuple[dict[str, float], set[str]]:
         """How close each candidate's time is to ``period`` (1 inside it, by the weight ranking gives), and which
         candidates were saved or dated inside it, after adding the entries saved or dated inside it to
-        ``entries``; both empty when the query names no time."""
+        ``found.entries``; both empty when the query names no time."""
         if period is None:
             return {}, set()
+        entries = found.entries
         first = (period.start or _EARLIEST).date().isoformat()
         last = ((period.end or _LATEST) - timedelta(microseconds=1)).date().isoformat()
         for entry in self._store.facts.candidates_in_period(flt, first, last, depth):
             entries.setdefault(entry.id, entry)
         saved = timeq.about_saving(query)
-        written = self._written_times(entries, flt)
+        # The texts of each signal's first candidates only: one deeper in both lists seldom reaches the hits.
+        best = (fusion.ranked(scores, WRITTEN_TIMES_READ) for scores in (found.lexical, found.similarity))
+        written = self._written_times({i: entries[i] for ranked in best for i, _ in ranked}, flt)
         near = {
             i: timeq.entry_closeness(e.metadata, e.created_at, period, saved=saved, written=written.get(i))
             for i, e in entries.items()
@@ -282,8 +287,8 @@ class HybridSearch:
         return near, {i for i, e in entries.items() if timeq.inside(e.metadata, e.created_at, period, written.get(i))}
 
     def _written_times(self, entries: dict[str, Ranked], flt: FactFilter) -> dict[str, list[tuple[datetime, datetime]]]:
-        """The times the texts of the candidates with no subject time name, each counted from when it was
-        saved; the candidates read without their text are read whole for it (only for a query naming a time)."""
+        """The times the texts of ``entries`` with no subject time name, each counted from when it was saved;
+        those read without their text are read whole for it (only for a query naming a time)."""
         undated = [i for i, e in entries.items() if not timeq.has_subject_time(e.metadata)]
         texts = {i: e.content for i in undated if isinstance(e := entries[i], MemoryEntry)}
         missing = [i for i in undated if i not in texts]

@@ -16,11 +16,14 @@ Invariants:
 - Scope is exact: the index applies the user/session rule of ``Scope.sees`` and the category prefix with
   masks. Expiry is not known here: the caller reads the ids through ``FactRepository.candidates`` with its
   filter, which drops expired entries (and fetches a few more candidates than it keeps).
+- ``search_corrected`` reads only words no live entry of the agent holds (a role's other name, a misspelling,
+  another form of an indexed word, in that order); a word an entry holds is always searched as written.
 """
 
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Sequence
 
@@ -33,6 +36,8 @@ from reverie.recall.postings import B, Floats, Ints, Postings, bm25, build, idf,
 from reverie.recall.typos import edits_allowed, may_be_typo
 from reverie.storage.base import FactFilter, Store, TextRow, TextSnapshot
 
+FORM_STEM = 6  # letters the shorter of two forms of one word needs ("organ" of organic is not "organis"...)
+FORM_TAIL = 4  # ...and letters the longer may add ("postgresql" is a form of "postgr", "marketplac" none of "market")
 NO_CODE = -1  # user_id / session_id NULL: the entry is visible to every user / session of the agent
 
 
@@ -44,7 +49,9 @@ def _read(index: _AgentIndex, term: str, said: str) -> str:
     held = [(entries, w) for w in sorted({word(r) for r in same_role(said)}) if (entries := index.matching(w))]
     if held:
         return max(held)[1]
-    return index.nearest_word(term) or term if may_be_typo(said) else term
+    # A misspelling is read as the word it misspells before any other form: "PaymentIIntents" is no "payment".
+    typo = index.nearest_word(term) if may_be_typo(said) else None
+    return typo or index.other_form(term) or term
 
 
 class _Codes:
@@ -86,6 +93,8 @@ class _AgentIndex:
         self.narrowed = 0  # rows ever added with a user or session id: none means every row is agent-wide
         self._words: list[str] = []  # the indexed words, for reading a misspelt query word (``nearest_word``)
         self._words_seen = 0
+        self._sorted: list[str] = []  # the indexed words in order, for another form of a word (``other_form``)
+        self._unsorted: list[str] = []  # words indexed since ``_sorted`` was last brought up to date
 
     # -- building -------------------------------------------------------------------------------------
     def load(self, snapshot: TextSnapshot) -> None:
@@ -97,6 +106,7 @@ class _AgentIndex:
         self._reserve(n)
         corpus = build([row for _, row in kept])
         self.terms = corpus.terms
+        self._sorted, self._unsorted = [], []  # sorted again whole on the next look
         self.ids = [fid for fid, _ in kept]
         self.live = {fid: index for index, (fid, _) in enumerate(kept)}
         self.length[:n] = corpus.lengths
@@ -123,6 +133,7 @@ class _AgentIndex:
                     postings = self.terms.get(word)
                     if postings is None:
                         postings = self.terms[word] = Postings.empty()
+                        self._unsorted.append(word)
                     postings.append(index, tf, length)
         self.watermark = max(self.watermark, changes.watermark)
 
@@ -237,6 +248,30 @@ class _AgentIndex:
         ranked = sorted(((edits, -self.matching(word), word) for word, edits, _ in near if word != term))
         return next((word for _, rows, word in ranked if rows < 0), None)
 
+    def other_form(self, term: str) -> str | None:
+        """The live indexed word that is another form of ``term`` (one no live row holds), where the stemmer
+        left two forms of one word apart: one is the other plus at most ``FORM_TAIL`` letters, and the shorter
+        has at least ``FORM_STEM`` ("allergic" and "allergy", "postgres" and "postgresql", "religious" and
+        "religion"). The one most rows hold, the nearer in length first on a tie; None when there is none."""
+        if len(term) < FORM_STEM or any(ch.isdigit() for ch in term):
+            return None
+        self._sort_words()
+        longer = self._sorted[bisect_left(self._sorted, term) : bisect_left(self._sorted, term + "\uffff")]
+        shorter = [term[:n] for n in range(FORM_STEM, len(term))]
+        forms = [w for w in (*longer, *shorter) if w != term and abs(len(w) - len(term)) <= FORM_TAIL]
+        ranked = sorted((-self.matching(w), abs(len(w) - len(term)), w) for w in forms)
+        return next((w for rows, _, w in ranked if rows < 0), None)
+
+    def _sort_words(self) -> None:
+        """Bring the sorted word list up to date: sorted whole after a load (or many new words), else the words
+        indexed since inserted in place, so a store taking writes never re-sorts its vocabulary per search."""
+        if len(self._sorted) + len(self._unsorted) != len(self.terms) or len(self._unsorted) > len(self._sorted):
+            self._sorted = sorted(self.terms)
+        else:
+            for new in self._unsorted:
+                insort(self._sorted, new)
+        self._unsorted.clear()
+
     def matching(self, term: str) -> int:
         """How many live rows hold ``term``."""
         postings = self.terms.get(term)
@@ -317,8 +352,9 @@ class LexicalIndex:
         the agent holds is read as the other name of its family or work role that most entries hold ("dad" as
         "father", "boss" as "manager"); failing that, when its ``written`` form (the query word, lower case)
         ``typos.may_be_typo``, as the indexed word it most likely misspells (``_AgentIndex.nearest_word``:
-        "swiming" is read as "swimming"); else it is kept. Returns the terms searched and the hits; one catch-up
-        with the store serves both."""
+        "swiming" is read as "swimming"); failing that, as another form of an indexed word
+        (``_AgentIndex.other_form``: "allergic" as "allergy"); else it is kept. Returns the terms searched and
+        the hits; one catch-up with the store serves both."""
         if not self.supports(flt):
             raise ValueError("the lexical index holds no archived entries; search the store instead")
         with self._lock:
