@@ -279,21 +279,26 @@ class HybridSearch:
         saved = timeq.about_saving(query)
         # The texts of each signal's first candidates only: one deeper in both lists seldom reaches the hits.
         best = (fusion.ranked(scores, WRITTEN_TIMES_READ) for scores in (found.lexical, found.similarity))
-        written = self._written_times({i: entries[i] for ranked in best for i, _ in ranked}, flt)
+        written = self._written_times([i for ranked in best for i, _ in ranked], entries, flt)
         near = {
             i: timeq.entry_closeness(e.metadata, e.created_at, period, saved=saved, written=written.get(i))
             for i, e in entries.items()
         }
         return near, {i for i, e in entries.items() if timeq.inside(e.metadata, e.created_at, period, written.get(i))}
 
-    def _written_times(self, entries: dict[str, Ranked], flt: FactFilter) -> dict[str, list[tuple[datetime, datetime]]]:
-        """The times the texts of ``entries`` with no subject time name, each counted from when it was saved;
-        those read without their text are read whole for it (only for a query naming a time)."""
-        undated = [i for i, e in entries.items() if not timeq.has_subject_time(e.metadata)]
+    def _written_times(
+        self, ids: list[str], entries: dict[str, Ranked], flt: FactFilter
+    ) -> dict[str, list[tuple[datetime, datetime]]]:
+        """The times the texts of the candidates ``ids`` with no subject time name, each counted from when it was
+        saved; those read without their text are read whole for it, and kept whole in ``entries`` (only for a
+        query naming a time)."""
+        undated = [i for i in dict.fromkeys(ids) if not timeq.has_subject_time(entries[i].metadata)]
         texts = {i: e.content for i in undated if isinstance(e := entries[i], MemoryEntry)}
         missing = [i for i in undated if i not in texts]
         if missing:
-            texts.update((e.id, e.content) for e in self._store.facts.get_many(missing, flt))
+            for whole in self._store.facts.get_many(missing, flt):
+                texts[whole.id] = whole.content
+                entries[whole.id] = whole  # read once: a hit among them is not read again
         out = {}
         for entry_id, content in texts.items():
             if found := timeq.written_times(content, entries[entry_id].created_at):
