@@ -91,9 +91,8 @@ class _AgentIndex:
         self.session: Ints = np.zeros(0, dtype=np.int32)
         self.category: Ints = np.zeros(0, dtype=np.int32)
         self.narrowed = 0  # rows ever added with a user or session id: none means every row is agent-wide
-        self._words: list[str] = []  # the indexed words, for reading a misspelt query word (``nearest_word``)
-        self._words_seen = 0
-        self._sorted: list[str] = []  # the indexed words in order, for another form of a word (``other_form``)
+        # The indexed words in order, for a misspelt word (``nearest_word``) and another form (``other_form``).
+        self._sorted: list[str] = []
         self._unsorted: list[str] = []  # words indexed since ``_sorted`` was last brought up to date
 
     # -- building -------------------------------------------------------------------------------------
@@ -239,12 +238,11 @@ class _AgentIndex:
         allowed = edits_allowed(term)
         if allowed == 0:
             return None
-        if self._words_seen != len(self.terms):  # new words since the last look: refresh the list
-            self._words, self._words_seen = list(self.terms), len(self.terms)
+        self._sort_words()
         from rapidfuzz import process  # on the first misspelt word only: start-up stays fast
         from rapidfuzz.distance import OSA
 
-        near = process.extract(term, self._words, scorer=OSA.distance, score_cutoff=allowed, limit=None)
+        near = process.extract(term, self._sorted, scorer=OSA.distance, score_cutoff=allowed, limit=None)
         ranked = sorted(((edits, -self.matching(word), word) for word, edits, _ in near if word != term))
         return next((word for _, rows, word in ranked if rows < 0), None)
 
